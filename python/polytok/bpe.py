@@ -1,0 +1,265 @@
+"""Byte-level BPE tokenizers: training, encoding, decoding, files."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import islice
+from typing import Literal
+
+from polytok import _core
+from polytok._files import PathLike, atomic_write, corpus_files
+from polytok._progress import progress_callback, wanted
+
+AllowedSpecial = Literal["all"] | Collection[str]
+
+#: Strings handed to the Rust counter at a time by ``train_from_iterator``.
+_BATCH = 4096
+
+
+class BPETokenizer:
+    """A byte-level BPE tokenizer.
+
+    Encoding follows tiktoken exactly: text is cut into pieces by a
+    pre-tokenization pattern, then each piece's bytes are merged, lowest rank
+    (id) first. Ids ``0..n_ordinary`` are ordinary tokens; special tokens have
+    ids of their own and are recognized in text only when allowed.
+
+    Create one with :meth:`train`, :meth:`train_from_iterator`,
+    :meth:`load` or :meth:`from_tiktoken`.
+    """
+
+    def __init__(self, core: _core.Bpe, training: dict | None = None) -> None:
+        self._core = core
+        self._training = training
+
+    # ----------------------------------------------------------------- training
+
+    @classmethod
+    def train(
+        cls,
+        files: PathLike | Iterable[PathLike],
+        *,
+        vocab_size: int,
+        pattern: str = "cl100k",
+        min_frequency: int = 2,
+        special_tokens: Sequence[str] = (),
+        max_token_bytes: int | None = None,
+        errors: Literal["strict", "replace"] = "strict",
+        progress: bool | None = None,
+    ) -> BPETokenizer:
+        """Learn a tokenizer from text files.
+
+        ``files``: paths, directories (every ``.txt`` file below) and glob
+        patterns. Files must be UTF-8; ``errors="replace"`` replaces bad bytes
+        instead of failing. ``vocab_size`` counts the 256 byte tokens, the
+        learned merges and the special tokens. Pairs seen fewer than
+        ``min_frequency`` times are not merged. Equally frequent pairs are
+        merged in order of (left id, right id), so the same corpus and
+        settings always give the same vocabulary. ``progress``: draw progress
+        bars on stderr (default: when it is a terminal).
+        """
+        paths = corpus_files(files)
+        counter = _core.PieceCounter(pattern, list(special_tokens))
+        total = sum(os.path.getsize(p) for p in paths)
+        with progress_callback(wanted(progress)) as callback:
+            counter.add_files([os.fspath(p) for p in paths], total, errors, callback)
+            return cls._train_counted(
+                counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
+            )
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int,
+        pattern: str = "cl100k",
+        min_frequency: int = 2,
+        special_tokens: Sequence[str] = (),
+        max_token_bytes: int | None = None,
+        progress: bool | None = None,
+    ) -> BPETokenizer:
+        """Learn a tokenizer from strings (any iterable, consumed once).
+
+        Each string is pre-tokenized on its own. Other arguments as in
+        :meth:`train`.
+        """
+        counter = _core.PieceCounter(pattern, list(special_tokens))
+        iterator = iter(texts)
+        while batch := list(islice(iterator, _BATCH)):
+            for i, text in enumerate(batch):
+                if not isinstance(text, str):
+                    raise TypeError(f"texts must be strings; item {i} of a batch is {type(text).__name__}")
+            counter.add_texts(batch)
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(
+                counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
+            )
+
+    @classmethod
+    def _train_counted(
+        cls,
+        counter: _core.PieceCounter,
+        vocab_size: int,
+        pattern: str,
+        min_frequency: int,
+        special_tokens: Sequence[str],
+        max_token_bytes: int | None,
+        callback,
+    ) -> BPETokenizer:
+        corpus = {"bytes": counter.text_bytes, "distinct_pieces": counter.distinct_pieces}
+        core = _core.Bpe.train(
+            counter, vocab_size, pattern, min_frequency, list(special_tokens), max_token_bytes, callback
+        )
+        training = {
+            "vocab_size": vocab_size,
+            "min_frequency": min_frequency,
+            "max_token_bytes": max_token_bytes,
+            "special_tokens": list(special_tokens),
+            "pattern": pattern,
+            "tie_rule": "highest count, then smallest (left id, right id)",
+            "corpus": corpus,
+        }
+        return cls(core, training)
+
+    # -------------------------------------------------------------------- files
+
+    @classmethod
+    def load(cls, path: PathLike) -> BPETokenizer:
+        """Load a tokenizer saved with :meth:`save`."""
+        with open(path, encoding="utf-8", errors="strict") as f:
+            try:
+                text = f.read()
+            except UnicodeDecodeError as e:
+                raise _core.TokenizerFileError(f"{os.fspath(path)}: not a polytok tokenizer file (not UTF-8)") from e
+        core, training = _core.Bpe.from_json(text, os.fspath(path))
+        return cls(core, json.loads(training) if training else None)
+
+    def save(self, path: PathLike) -> None:
+        """Save as polytok JSON, atomically."""
+        training = json.dumps(self._training) if self._training is not None else None
+        atomic_write(path, self._core.to_json(training))
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: PathLike,
+        *,
+        pattern: str,
+        special_tokens: Mapping[str, int] | None = None,
+    ) -> BPETokenizer:
+        """Load a tiktoken rank file (``base64-token rank`` per line).
+
+        The file holds neither the pattern nor the special tokens: give them,
+        e.g. ``pattern="cl100k"``, ``special_tokens={"<|endoftext|>": 100257}``.
+        """
+        with open(path, encoding="ascii", errors="strict") as f:
+            try:
+                text = f.read()
+            except UnicodeDecodeError as e:
+                raise _core.TokenizerFileError(f"{os.fspath(path)}: not a tiktoken rank file (not ASCII)") from e
+        specials = sorted((special_tokens or {}).items(), key=lambda item: item[1])
+        return cls(_core.Bpe.from_tiktoken(text, os.fspath(path), pattern, specials))
+
+    def save_tiktoken(self, path: PathLike) -> None:
+        """Save the ordinary tokens as a tiktoken rank file, atomically."""
+        atomic_write(path, self._core.to_tiktoken())
+
+    # ----------------------------------------------------------------- encoding
+
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[int]:
+        """Token ids of ``text``.
+
+        Special-token text is encoded as ordinary text unless allowed:
+        ``allowed_special="all"`` or a collection of special tokens.
+        """
+        return self._core.encode(text, _allowed(allowed_special))
+
+    def encode_batch(self, texts: Sequence[str], *, allowed_special: AllowedSpecial = ()) -> list[list[int]]:
+        """Token ids of many texts, encoded on all cores."""
+        return self._core.encode_batch(list(texts), _allowed(allowed_special))
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of a sequence of ids."""
+        return self._core.decode_bytes(list(ids))
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text of a sequence of ids (bytes that are not UTF-8, as at a
+        cut through a character, are handled by ``errors``)."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def token_bytes(self, id: int) -> bytes:
+        """The bytes of one token."""
+        return self._core.token_bytes(id)
+
+    def id_to_token(self, id: int) -> str:
+        """A readable form of one token: its text, with bytes that are not
+        UTF-8 on their own shown as ``<0xNN>``."""
+        return readable(self._core.token_bytes(id))
+
+    def token_to_id(self, token: str | bytes) -> int | None:
+        """The id of a token given by its text or bytes, or ``None``."""
+        return self._core.token_id(token.encode("utf-8") if isinstance(token, str) else token)
+
+    def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
+        """The readable tokens of ``text`` (see :meth:`id_to_token`)."""
+        return [self.id_to_token(i) for i in self.encode(text, allowed_special=allowed_special)]
+
+    # --------------------------------------------------------------- properties
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (ordinary and special tokens)."""
+        return self._core.vocab_size
+
+    @property
+    def n_ordinary(self) -> int:
+        """Number of ordinary tokens (ids ``0..n_ordinary``)."""
+        return self._core.n_ordinary
+
+    @property
+    def pattern(self) -> str:
+        """The pre-tokenization pattern: a preset name, ``none`` or a regex."""
+        return self._core.pattern
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._core.special_tokens)
+
+    @property
+    def merges(self) -> list[tuple[int, int]] | None:
+        """The pair that made each learned token (trained models only)."""
+        return self._core.merges
+
+    @property
+    def training(self) -> dict | None:
+        """The settings and corpus statistics the model was trained with."""
+        return self._training
+
+    def __repr__(self) -> str:
+        return f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r})"
+
+
+def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
+    if isinstance(allowed, str):
+        if allowed != "all":
+            raise ValueError(f'allowed_special must be "all" or a collection of special tokens, not {allowed!r}')
+        return "all"
+    return list(allowed) or None
+
+
+def readable(token: bytes) -> str:
+    """Token bytes as text, with bytes that do not decode shown as ``<0xNN>``."""
+    out = []
+    rest = token
+    while rest:
+        try:
+            out.append(rest.decode("utf-8"))
+            break
+        except UnicodeDecodeError as e:
+            out.append(rest[: e.start].decode("utf-8"))
+            out.extend(f"<0x{b:02X}>" for b in rest[e.start : e.end])
+            rest = rest[e.end :]
+    return "".join(out)

@@ -1,0 +1,209 @@
+//! Byte-level BPE: the model (a vocabulary of byte strings whose ids are
+//! their merge ranks, as in tiktoken), its trainer and its encoder.
+//!
+//! Encoding semantics are tiktoken's: a piece starts as its bytes; while two
+//! adjacent parts concatenate to a token, the pair whose token has the lowest
+//! id (rank) is merged, the leftmost on ties. A trained model records which
+//! pair made each token (its merges), for formats that need them.
+
+mod encoder;
+pub mod files;
+mod trainer;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use rustc_hash::FxHashMap;
+
+pub use trainer::{train, TrainerSettings};
+
+use crate::error::{Error, Result};
+use crate::pretokenize::{Pattern, PreTokenizer};
+use crate::vocab::{SpecialTokens, Vocab};
+
+/// Which special tokens `encode` recognizes in the text; the others are
+/// encoded as ordinary text.
+#[derive(Clone, Debug)]
+pub enum AllowedSpecial {
+    None,
+    All,
+    Only(Vec<String>),
+}
+
+pub struct BpeModel {
+    vocab: Vocab,
+    /// `(left id, right id)` packed in a u64 -> the id of their concatenation.
+    pairs: FxHashMap<u64, u32>,
+    byte_ids: [u32; 256],
+    pretokenizer: PreTokenizer,
+    special: SpecialTokens,
+    /// Finds every special token in text (for `AllowedSpecial::All`).
+    special_matcher: Option<AhoCorasick>,
+    /// The pair that made each merged token, when the model was trained here.
+    merges: Option<Vec<(u32, u32)>>,
+}
+
+#[inline(always)]
+fn pair_key(left: u32, right: u32) -> u64 {
+    ((left as u64) << 32) | right as u64
+}
+
+impl BpeModel {
+    /// A model from its tokens in rank order. Every single byte must be a
+    /// token, so that any input can be encoded.
+    pub fn new(
+        tokens: Vec<Vec<u8>>,
+        pattern: Pattern,
+        special: Vec<(String, u32)>,
+        merges: Option<Vec<(u32, u32)>>,
+    ) -> Result<Self> {
+        let vocab = Vocab::new(tokens)?;
+        let mut byte_ids = [0u32; 256];
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = vocab.id(&[b]).ok_or_else(|| {
+                Error::invalid(format!(
+                    "the vocabulary lacks the single-byte token 0x{b:02X}"
+                ))
+            })?;
+        }
+        let special = SpecialTokens::new(special, vocab.len())?;
+        let special_matcher = matcher(special.iter().map(|(text, _)| text))?;
+        if let Some(merges) = &merges {
+            check_merges(&vocab, merges)?;
+        }
+        let pairs = pair_table(&vocab);
+        Ok(BpeModel {
+            vocab,
+            pairs,
+            byte_ids,
+            pretokenizer: PreTokenizer::new(pattern)?,
+            special,
+            special_matcher,
+            merges,
+        })
+    }
+
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        &self.special
+    }
+
+    pub fn pattern(&self) -> &Pattern {
+        self.pretokenizer.pattern()
+    }
+
+    pub fn merges(&self) -> Option<&[(u32, u32)]> {
+        self.merges.as_deref()
+    }
+
+    /// Ordinary tokens plus special tokens, i.e. one past the largest id.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab.len().max(self.special.end_id() as usize)
+    }
+
+    /// The bytes of a token, special or not.
+    pub fn token_bytes(&self, id: u32) -> Result<&[u8]> {
+        if (id as usize) < self.vocab.len() {
+            Ok(self.vocab.bytes(id))
+        } else if let Some(text) = self.special.text(id) {
+            Ok(text.as_bytes())
+        } else {
+            Err(Error::UnknownTokenId {
+                id,
+                vocab_size: self.vocab_size(),
+            })
+        }
+    }
+
+    /// The id of a token given by its bytes (special tokens by their text).
+    pub fn token_id(&self, bytes: &[u8]) -> Option<u32> {
+        self.vocab.id(bytes).or_else(|| {
+            std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| self.special.id(text))
+        })
+    }
+
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(self.token_bytes(id)?);
+        }
+        Ok(out)
+    }
+
+    /// The matcher for the allowed special tokens, `None` if none are.
+    fn allowed_matcher(
+        &self,
+        allowed: &AllowedSpecial,
+    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
+        Ok(match allowed {
+            AllowedSpecial::None => None,
+            AllowedSpecial::All => self
+                .special_matcher
+                .as_ref()
+                .map(std::borrow::Cow::Borrowed),
+            AllowedSpecial::Only(texts) => {
+                for text in texts {
+                    if self.special.id(text).is_none() {
+                        return Err(Error::invalid(format!(
+                            "{text:?} is not a special token of this model"
+                        )));
+                    }
+                }
+                matcher(texts.iter().map(String::as_str))?.map(std::borrow::Cow::Owned)
+            }
+        })
+    }
+}
+
+/// Every pair of tokens whose concatenation is a token, with that token's id.
+/// Merging by this table is merging by the rank of the concatenated bytes,
+/// since every part during encoding is a token.
+fn pair_table(vocab: &Vocab) -> FxHashMap<u64, u32> {
+    let mut pairs = FxHashMap::default();
+    for (id, bytes) in vocab.iter().enumerate() {
+        for split in 1..bytes.len() {
+            if let (Some(left), Some(right)) =
+                (vocab.id(&bytes[..split]), vocab.id(&bytes[split..]))
+            {
+                pairs.insert(pair_key(left, right), id as u32);
+            }
+        }
+    }
+    pairs
+}
+
+fn check_merges(vocab: &Vocab, merges: &[(u32, u32)]) -> Result<()> {
+    let first_merged = vocab.len() - merges.len();
+    for (i, &(left, right)) in merges.iter().enumerate() {
+        let id = (first_merged + i) as u32;
+        let valid = left < id && right < id && {
+            let (l, r) = (vocab.bytes(left), vocab.bytes(right));
+            let merged = vocab.bytes(id);
+            merged.len() == l.len() + r.len() && merged.starts_with(l) && merged.ends_with(r)
+        };
+        if !valid {
+            return Err(Error::invalid(format!(
+                "merge {i} ({left}, {right}) does not make token {id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn matcher<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
+    let texts: Vec<&str> = texts.collect();
+    if texts.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(texts)
+        .map(Some)
+        .map_err(|e| Error::invalid(format!("special tokens: {e}")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,226 @@
+use super::*;
+use crate::counting::{Counter, PieceCounts};
+use crate::pretokenize::PreTokenizer;
+use crate::progress::Progress;
+
+fn counts(pattern: Pattern, texts: &[&str]) -> PieceCounts {
+    let pretokenizer = PreTokenizer::new(pattern).unwrap();
+    Counter::new(&pretokenizer, None)
+        .count_texts(texts)
+        .unwrap()
+}
+
+fn settings(vocab_size: usize, pattern: Pattern) -> TrainerSettings {
+    TrainerSettings {
+        vocab_size,
+        min_frequency: 1,
+        special_tokens: vec![],
+        max_token_bytes: None,
+        pattern,
+    }
+}
+
+fn token(model: &BpeModel, id: u32) -> String {
+    String::from_utf8_lossy(model.token_bytes(id).unwrap()).into_owned()
+}
+
+#[test]
+fn textbook_low_lower_lowest() {
+    // Pieces without pre-tokenization: each word once, as in the textbook.
+    let corpus = [
+        "low", "low", "low", "low", "low", "lower", "lower", "newest", "newest", "newest",
+        "newest", "newest", "newest", "widest", "widest", "widest",
+    ];
+    let model = train(
+        counts(Pattern::Whole, &corpus),
+        &settings(256 + 4, Pattern::Whole),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let learned: Vec<String> = (256..260).map(|id| token(&model, id)).collect();
+    // "es" (9), "est" (9), "lo" (7), "low" (7): ties broken by the smaller left id.
+    assert_eq!(learned, ["es", "est", "lo", "low"]);
+    assert_eq!(model.encode_ordinary("lowest").unwrap(), vec![259, 257]);
+}
+
+#[test]
+fn ties_go_to_the_smaller_ids() {
+    // "ab" and "cd" are equally frequent: (a, b) has the smaller left id.
+    let model = train(
+        counts(Pattern::Whole, &["ab", "cd"]),
+        &settings(257, Pattern::Whole),
+        &Progress::silent(),
+    )
+    .unwrap();
+    assert_eq!(token(&model, 256), "ab");
+}
+
+#[test]
+fn training_is_deterministic_and_respects_limits() {
+    let text = "the quick brown fox jumps over the lazy dog; the dog sleeps. ".repeat(20);
+    let mut s = settings(300, Pattern::Cl100k);
+    s.max_token_bytes = Some(3);
+    s.special_tokens = vec!["<|end|>".to_owned()];
+    let a = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
+    let b = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
+    assert_eq!(a.to_json(None), b.to_json(None));
+    assert!(a.vocab().iter().all(|t| t.len() <= 3));
+    assert_eq!(
+        a.special_tokens().id("<|end|>"),
+        Some(a.vocab().len() as u32)
+    );
+}
+
+#[test]
+fn min_frequency_stops_training() {
+    let mut s = settings(1000, Pattern::Whole);
+    s.min_frequency = 3;
+    let model = train(
+        counts(Pattern::Whole, &["aaab", "aaab", "aaab", "xy"]),
+        &s,
+        &Progress::silent(),
+    )
+    .unwrap();
+    let learned: Vec<String> = (256..model.vocab().len() as u32)
+        .map(|id| token(&model, id))
+        .collect();
+    assert!(!learned.contains(&"xy".to_owned()));
+    assert!(learned.contains(&"aa".to_owned()));
+}
+
+#[test]
+fn errors_on_bad_settings_and_empty_corpus() {
+    let small = train(
+        counts(Pattern::Whole, &["ab"]),
+        &settings(100, Pattern::Whole),
+        &Progress::silent(),
+    );
+    assert!(small.err().unwrap().to_string().contains("at least 256"));
+    let empty = train(
+        counts(Pattern::Whole, &[""]),
+        &settings(300, Pattern::Whole),
+        &Progress::silent(),
+    );
+    assert!(empty.err().unwrap().to_string().contains("empty"));
+}
+
+#[test]
+fn long_pieces_merge_as_short_ones() {
+    let text = "abracadabra ".repeat(30) + &"aaaaab".repeat(40);
+    let model = train(
+        counts(Pattern::Cl100k, &[&text]),
+        &settings(290, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap();
+    for len in [1, 2, 5, 63, 64, 65, 200, 1000] {
+        let piece: Vec<u8> = "abracadabraaaaab".bytes().cycle().take(len).collect();
+        let (mut short, mut long) = (Vec::new(), Vec::new());
+        if len <= 64 {
+            model.merge_short(&piece, &mut short);
+        } else {
+            short = naive_merge(&model, &piece);
+        }
+        model.merge_long(&piece, &mut long);
+        assert_eq!(short, long, "length {len}");
+        assert_eq!(model.decode_bytes(&long).unwrap(), piece);
+    }
+}
+
+/// The definition, for comparison: merge the lowest-rank adjacent pair.
+fn naive_merge(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
+    let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+    loop {
+        let best = (0..parts.len().saturating_sub(1))
+            .filter_map(|i| {
+                model
+                    .vocab()
+                    .id(&[parts[i].clone(), parts[i + 1].clone()].concat())
+                    .map(|r| (r, i))
+            })
+            .min();
+        let Some((_, i)) = best else { break };
+        let right = parts.remove(i + 1);
+        parts[i].extend(right);
+    }
+    parts.iter().map(|p| model.vocab().id(p).unwrap()).collect()
+}
+
+#[test]
+fn json_and_tiktoken_round_trip() {
+    let text = "Hello world, hello tokens! 1234 ".repeat(10);
+    let mut s = settings(280, Pattern::Cl100k);
+    s.special_tokens = vec!["<|endoftext|>".to_owned()];
+    let model = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
+    let json = model.to_json(None);
+    let (loaded, _) = BpeModel::from_json(&json, "m.json").unwrap();
+    assert_eq!(loaded.to_json(None), json);
+    let ids = model.encode(&text, &AllowedSpecial::None).unwrap();
+    assert_eq!(loaded.encode(&text, &AllowedSpecial::None).unwrap(), ids);
+
+    let ranks = model.to_tiktoken();
+    let special = vec![("<|endoftext|>".to_owned(), model.vocab().len() as u32)];
+    let from_ranks =
+        BpeModel::from_tiktoken(&ranks, "m.tiktoken", Pattern::Cl100k, special).unwrap();
+    assert_eq!(from_ranks.encode_ordinary(&text).unwrap(), ids);
+    let with_special = from_ranks
+        .encode("a<|endoftext|>b", &AllowedSpecial::All)
+        .unwrap();
+    assert_eq!(with_special[1], model.vocab().len() as u32);
+    let as_text = from_ranks
+        .encode("a<|endoftext|>b", &AllowedSpecial::None)
+        .unwrap();
+    assert!(as_text.len() > 3);
+}
+
+#[test]
+fn damaged_files_are_errors() {
+    let model = train(
+        counts(Pattern::Cl100k, &["hello hello"]),
+        &settings(260, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let json = model.to_json(None);
+    let truncated = BpeModel::from_json(&json[..json.len() / 2], "t.json")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        truncated.contains("t.json") && truncated.contains("truncated"),
+        "{truncated}"
+    );
+    let wrong = BpeModel::from_json("{\"format\": 1}", "w.json")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(wrong.contains("w.json"), "{wrong}");
+    let bad_rank =
+        BpeModel::from_tiktoken("YQ== 0\nYg== x\n", "r.tiktoken", Pattern::Cl100k, vec![])
+            .err()
+            .unwrap()
+            .to_string();
+    assert!(bad_rank.contains("line 2"), "{bad_rank}");
+    let gap = BpeModel::from_tiktoken("YQ== 0\nYg== 2\n", "r.tiktoken", Pattern::Cl100k, vec![])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(gap.contains("rank 1 is missing"), "{gap}");
+    let no_bytes = BpeModel::from_tiktoken("YQ== 0\n", "r.tiktoken", Pattern::Cl100k, vec![])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(no_bytes.contains("single-byte token"), "{no_bytes}");
+}
+
+#[test]
+fn unknown_ids_are_errors() {
+    let model = train(
+        counts(Pattern::Cl100k, &["hello"]),
+        &settings(258, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let err = model.decode_bytes(&[104, 999]).err().unwrap().to_string();
+    assert!(err.contains("999"), "{err}");
+}

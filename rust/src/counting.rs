@@ -1,0 +1,138 @@
+//! Counting the pieces of a corpus, in parallel: the input of training.
+//!
+//! Text is cut around special tokens (they are never part of a learned
+//! token), pre-tokenized, and each piece's bytes counted. Chunks of text are
+//! counted on all cores into maps of their own, then added together.
+
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::corpus::{BadBytes, ChunkReader};
+use crate::error::Result;
+use crate::pretokenize::PreTokenizer;
+use crate::progress::{Progress, Stage};
+
+/// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
+#[derive(Default, Debug)]
+pub struct PieceCounts {
+    pub counts: FxHashMap<Vec<u8>, u64>,
+    /// Bytes of text counted.
+    pub text_bytes: u64,
+}
+
+impl PieceCounts {
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Adds another count into this one.
+    pub fn merge(&mut self, other: PieceCounts) {
+        let (mut big, small) = if self.counts.len() >= other.counts.len() {
+            (std::mem::take(&mut self.counts), other.counts)
+        } else {
+            (other.counts, std::mem::take(&mut self.counts))
+        };
+        for (piece, count) in small {
+            *big.entry(piece).or_insert(0) += count;
+        }
+        self.counts = big;
+        self.text_bytes += other.text_bytes;
+    }
+}
+
+/// Cuts text into pieces and counts them.
+pub struct Counter<'a> {
+    pretokenizer: &'a PreTokenizer,
+    /// Special tokens to cut out of the text.
+    special: Option<&'a AhoCorasick>,
+}
+
+impl<'a> Counter<'a> {
+    pub fn new(pretokenizer: &'a PreTokenizer, special: Option<&'a AhoCorasick>) -> Self {
+        Counter {
+            pretokenizer,
+            special,
+        }
+    }
+
+    /// Counts one text into `counts`.
+    pub fn count_text(&self, text: &str, counts: &mut PieceCounts) -> Result<()> {
+        counts.text_bytes += text.len() as u64;
+        let map = &mut counts.counts;
+        let mut add = |piece: &str| {
+            let bytes = piece.as_bytes();
+            if let Some(count) = map.get_mut(bytes) {
+                *count += 1;
+            } else {
+                map.insert(bytes.to_vec(), 1);
+            }
+        };
+        match self.special {
+            None => self.pretokenizer.for_each_piece(text, &mut add),
+            Some(special) => {
+                let mut start = 0;
+                for found in special.find_iter(text) {
+                    self.pretokenizer
+                        .for_each_piece(&text[start..found.start()], &mut add)?;
+                    start = found.end();
+                }
+                self.pretokenizer.for_each_piece(&text[start..], &mut add)
+            }
+        }
+    }
+
+    /// Counts many texts on all cores.
+    pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
+        let per_thread: Vec<PieceCounts> = texts
+            .par_iter()
+            .fold(
+                || Ok(PieceCounts::default()),
+                |acc: Result<PieceCounts>, text| {
+                    let mut acc = acc?;
+                    self.count_text(text.as_ref(), &mut acc)?;
+                    Ok(acc)
+                },
+            )
+            .collect::<Result<_>>()?;
+        Ok(per_thread
+            .into_iter()
+            .fold(PieceCounts::default(), |mut total, part| {
+                total.merge(part);
+                total
+            }))
+    }
+
+    /// Counts files, a batch of chunks at a time on all cores; `total_bytes`
+    /// (the sum of the file sizes) is only for progress.
+    pub fn count_files(
+        &self,
+        paths: &[std::path::PathBuf],
+        bad_bytes: BadBytes,
+        total_bytes: u64,
+        progress: &Progress,
+    ) -> Result<PieceCounts> {
+        let batch_len = 2 * rayon::current_num_threads();
+        let mut total = PieceCounts::default();
+        progress.force(Stage::Counting, 0, total_bytes)?;
+        for path in paths {
+            let mut reader = ChunkReader::open(path, bad_bytes)?;
+            loop {
+                let mut batch = Vec::with_capacity(batch_len);
+                while batch.len() < batch_len {
+                    match reader.next_chunk()? {
+                        Some(chunk) => batch.push(chunk),
+                        None => break,
+                    }
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                total.merge(self.count_texts(&batch)?);
+                progress.update(Stage::Counting, total.text_bytes, total_bytes)?;
+            }
+        }
+        progress.force(Stage::Counting, total.text_bytes, total_bytes)?;
+        Ok(total)
+    }
+}

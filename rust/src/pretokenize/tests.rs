@@ -1,0 +1,127 @@
+//! The scanners must split exactly as the `regex` engine with the emulated
+//! lookahead does (which in turn is checked against tiktoken from Python).
+
+use super::*;
+
+/// Characters that exercise every branch of the three patterns.
+const ALPHABET: &[char] = &[
+    'a', 'b', 'Z', 'Q', 's', 'S', 't', 'l', 'L', 'v', 'e', 'r', 'R', 'd', 'm', 'ſ', '\'', '’', '0',
+    '7', '٣', '½', '²', ' ', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\u{1c}', '\u{b}',
+    '.', ',', '!', '/', '-', '(', '"', '😀', '\u{301}', '\u{308}', 'é', 'ß', 'ǅ', 'ʰ', '中', '文',
+    'ア', 'ー', 'Ω', 'ω', 'Я', 'я', 'ا', '\u{200d}', '\u{fe0f}', '_', '$', '\u{85}', '\u{2028}',
+];
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn random_text(rng: &mut XorShift, max_len: usize) -> String {
+    let len = (rng.next() % max_len as u64) as usize;
+    (0..len)
+        .map(|_| ALPHABET[(rng.next() % ALPHABET.len() as u64) as usize])
+        .collect()
+}
+
+/// For each preset, the scanner and the regex engine.
+fn engines() -> Vec<(PreTokenizer, PreTokenizer)> {
+    [Pattern::Gpt2, Pattern::Cl100k, Pattern::O200k]
+        .into_iter()
+        .map(|p| {
+            (
+                PreTokenizer::new(p.clone()).unwrap(),
+                PreTokenizer::automaton(p).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn assert_same_split(engines: &[(PreTokenizer, PreTokenizer)], text: &str) {
+    for (fast, reference) in engines {
+        assert_eq!(
+            fast.split(text).unwrap(),
+            reference.split(text).unwrap(),
+            "{} on {text:?}",
+            fast.pattern().spec()
+        );
+    }
+}
+
+#[test]
+fn scanners_equal_the_regex_engine_on_random_text() {
+    let engines = engines();
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..50_000 {
+        assert_same_split(&engines, &random_text(&mut rng, 24));
+    }
+}
+
+#[test]
+fn scanners_equal_the_regex_engine_on_every_code_point_class() {
+    // Each code point between letters, spaces and apostrophes, so that every
+    // class boundary of the Unicode tables is crossed.
+    let mut text = String::new();
+    for cp in (0..0x3_2000u32).step_by(7).chain(0xE_0000..0xE_0080) {
+        if let Some(c) = char::from_u32(cp) {
+            text.push(c);
+            text.push(if cp % 3 == 0 { ' ' } else { 'a' });
+            if cp % 5 == 0 {
+                text.push('\'');
+            }
+        }
+    }
+    assert_same_split(&engines(), &text);
+}
+
+#[test]
+fn known_splits() {
+    let cl100k = PreTokenizer::new(Pattern::Cl100k).unwrap();
+    assert_eq!(
+        cl100k.split("Hello world's  123456 \n\n  x!!\n").unwrap(),
+        vec!["Hello", " world", "'s", " ", " ", "123", "456", " \n\n", " ", " x", "!!\n"]
+    );
+    let gpt2 = PreTokenizer::new(Pattern::Gpt2).unwrap();
+    assert_eq!(
+        gpt2.split("I'm  fine,  thanks 2024").unwrap(),
+        vec!["I", "'m", " ", " fine", ",", " ", " thanks", " 2024"]
+    );
+    let o200k = PreTokenizer::new(Pattern::O200k).unwrap();
+    assert_eq!(
+        o200k.split("HelloWORLD you're\n  ").unwrap(),
+        vec!["Hello", "WORLD", " you're", "\n", "  "]
+    );
+}
+
+#[test]
+fn pieces_cover_the_text() {
+    let mut rng = XorShift(42);
+    let user = Pattern::Regex(r"\p{L}+|\d".to_owned());
+    let lookaround = Pattern::Regex(r"\p{L}+(?=\s)".to_owned());
+    for _ in 0..2_000 {
+        let text = random_text(&mut rng, 30);
+        for pattern in [
+            Pattern::Cl100k,
+            Pattern::Whole,
+            user.clone(),
+            lookaround.clone(),
+        ] {
+            let pieces = PreTokenizer::new(pattern).unwrap().split(&text).unwrap();
+            assert_eq!(pieces.concat(), text);
+            assert!(pieces.iter().all(|p| !p.is_empty()));
+        }
+    }
+}
+
+#[test]
+fn invalid_user_pattern_is_an_error() {
+    let err = PreTokenizer::new(Pattern::Regex("(unclosed".to_owned()))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("invalid pre-tokenization pattern"));
+}

@@ -1,0 +1,379 @@
+//! The PyO3 layer: `polytok._core`. Thin by design: it converts arguments,
+//! releases the GIL around Rust work and maps errors to Python exceptions.
+//! Everything else lives in the Python package (`python/polytok/`) or in the
+//! Rust modules.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
+use crate::corpus::BadBytes;
+use crate::counting::{Counter, PieceCounts};
+use crate::error::Error;
+use crate::pretokenize::{Pattern, PreTokenizer};
+use crate::progress::{Progress, Stage};
+
+create_exception!(
+    polytok,
+    PolytokError,
+    PyValueError,
+    "Base class of polytok's errors."
+);
+create_exception!(
+    polytok,
+    CorpusError,
+    PolytokError,
+    "The training corpus cannot be used."
+);
+create_exception!(
+    polytok,
+    TokenizerFileError,
+    PolytokError,
+    "A tokenizer file is damaged or not understood."
+);
+
+fn to_py(err: Error) -> PyErr {
+    match err {
+        Error::InvalidArgument(msg) => PyValueError::new_err(msg),
+        Error::UnknownTokenId { .. } => PyValueError::new_err(err.to_string()),
+        Error::Corpus(msg) => CorpusError::new_err(msg),
+        Error::TokenizerFile(msg) => TokenizerFileError::new_err(msg),
+        Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(err.to_string())
+        }
+        Error::Io { .. } => PyOSError::new_err(err.to_string()),
+        Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
+    }
+}
+
+/// Runs `work` without the GIL, with a progress callback that re-takes the
+/// GIL to report and to check for Ctrl-C; an exception raised there (or a
+/// KeyboardInterrupt) stops the work and is re-raised.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    callback: Option<Py<PyAny>>,
+    work: impl FnOnce(&Progress) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let report = |stage: Stage, done: u64, total: u64| -> bool {
+        Python::attach(|py| {
+            let result = py.check_signals().and_then(|()| match &callback {
+                Some(cb) => cb.call1(py, (stage.name(), done, total)).map(drop),
+                None => Ok(()),
+            });
+            match result {
+                Ok(()) => true,
+                Err(e) => {
+                    *raised.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    false
+                }
+            }
+        })
+    };
+    let result = py.detach(|| work(&Progress::new(Some(&report))));
+    result.map_err(
+        |err| match (err, raised.into_inner().unwrap_or_else(|e| e.into_inner())) {
+            (Error::Interrupted, Some(raised)) => raised,
+            (err, _) => to_py(err),
+        },
+    )
+}
+
+fn parse_bad_bytes(errors: &str) -> PyResult<BadBytes> {
+    match errors {
+        "strict" => Ok(BadBytes::Error),
+        "replace" => Ok(BadBytes::Replace),
+        other => Err(PyValueError::new_err(format!(
+            "errors must be \"strict\" or \"replace\", not {other:?}"
+        ))),
+    }
+}
+
+/// Counts the pieces of a corpus (files or batches of strings), for training.
+#[pyclass(module = "polytok._core")]
+struct PieceCounter {
+    pretokenizer: PreTokenizer,
+    special: Option<aho_corasick::AhoCorasick>,
+    counts: Mutex<PieceCounts>,
+}
+
+#[pymethods]
+impl PieceCounter {
+    #[new]
+    #[pyo3(signature = (pattern, special_tokens = Vec::new()))]
+    fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
+        let special = if special_tokens.is_empty() {
+            None
+        } else {
+            Some(
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(&special_tokens)
+                    .map_err(|e| PyValueError::new_err(format!("special tokens: {e}")))?,
+            )
+        };
+        Ok(PieceCounter {
+            pretokenizer: PreTokenizer::new(Pattern::parse(pattern)).map_err(to_py)?,
+            special,
+            counts: Mutex::new(PieceCounts::default()),
+        })
+    }
+
+    /// Counts a batch of texts on all cores (each text on its own: pieces
+    /// never span two texts).
+    fn add_texts(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let counter = Counter::new(&self.pretokenizer, self.special.as_ref());
+        let counts = py.detach(|| counter.count_texts(&texts)).map_err(to_py)?;
+        self.lock().merge(counts);
+        Ok(())
+    }
+
+    /// Counts files (UTF-8; `errors="replace"` replaces bad bytes).
+    #[pyo3(signature = (paths, total_bytes, errors = "strict", progress = None))]
+    fn add_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        total_bytes: u64,
+        errors: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let bad_bytes = parse_bad_bytes(errors)?;
+        let counter = Counter::new(&self.pretokenizer, self.special.as_ref());
+        let counts = with_progress(py, progress, |p| {
+            counter.count_files(&paths, bad_bytes, total_bytes, p)
+        })?;
+        self.lock().merge(counts);
+        Ok(())
+    }
+
+    /// Distinct pieces counted so far.
+    #[getter]
+    fn distinct_pieces(&self) -> usize {
+        self.lock().counts.len()
+    }
+
+    /// Bytes of text counted so far.
+    #[getter]
+    fn text_bytes(&self) -> u64 {
+        self.lock().text_bytes
+    }
+}
+
+impl PieceCounter {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PieceCounts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Which special tokens to recognize: None, "all", or a list of texts.
+fn allowed_special(allowed: Option<&Bound<'_, PyAny>>) -> PyResult<AllowedSpecial> {
+    let Some(allowed) = allowed else {
+        return Ok(AllowedSpecial::None);
+    };
+    if let Ok(text) = allowed.extract::<String>() {
+        return if text == "all" {
+            Ok(AllowedSpecial::All)
+        } else {
+            Err(PyValueError::new_err(format!(
+                "allowed_special must be \"all\" or a collection of special tokens, not {text:?}"
+            )))
+        };
+    }
+    let texts: Vec<String> = allowed
+        .try_iter()?
+        .map(|item| item?.extract::<String>())
+        .collect::<PyResult<_>>()?;
+    Ok(if texts.is_empty() {
+        AllowedSpecial::None
+    } else {
+        AllowedSpecial::Only(texts)
+    })
+}
+
+/// Texts shorter than this are encoded without releasing the GIL (releasing
+/// costs more than the work).
+const DETACH_BYTES: usize = 1 << 14;
+
+/// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
+#[pyclass(module = "polytok._core", frozen)]
+struct Bpe {
+    model: BpeModel,
+}
+
+#[pymethods]
+impl Bpe {
+    /// Learns a model from a counter's pieces (which it empties).
+    #[staticmethod]
+    #[pyo3(signature = (counter, vocab_size, pattern, min_frequency = 2, special_tokens = Vec::new(), max_token_bytes = None, progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        py: Python<'_>,
+        counter: &PieceCounter,
+        vocab_size: usize,
+        pattern: &str,
+        min_frequency: u64,
+        special_tokens: Vec<String>,
+        max_token_bytes: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let settings = TrainerSettings {
+            vocab_size,
+            min_frequency,
+            special_tokens,
+            max_token_bytes,
+            pattern: Pattern::parse(pattern),
+        };
+        settings.validate().map_err(to_py)?;
+        let counts = std::mem::take(&mut *counter.lock());
+        let model = with_progress(py, progress, |p| bpe::train(counts, &settings, p))?;
+        Ok(Bpe { model })
+    }
+
+    #[staticmethod]
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
+        let (model, training) = py
+            .detach(|| BpeModel::from_json(json, source))
+            .map_err(to_py)?;
+        Ok((Bpe { model }, training.map(|t| t.to_string())))
+    }
+
+    /// polytok JSON; `training` is a JSON object recorded in the file.
+    #[pyo3(signature = (training = None))]
+    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
+        let training = training
+            .map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))?;
+        Ok(self.model.to_json(training.as_ref()))
+    }
+
+    #[staticmethod]
+    fn from_tiktoken(
+        py: Python<'_>,
+        text: &str,
+        source: &str,
+        pattern: &str,
+        special_tokens: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let model = py
+            .detach(|| {
+                BpeModel::from_tiktoken(text, source, Pattern::parse(pattern), special_tokens)
+            })
+            .map_err(to_py)?;
+        Ok(Bpe { model })
+    }
+
+    fn to_tiktoken(&self) -> String {
+        self.model.to_tiktoken()
+    }
+
+    #[pyo3(signature = (text, allowed_special = None))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<u32>> {
+        let allowed = crate::python::allowed_special(allowed_special)?;
+        let result = if text.len() < DETACH_BYTES {
+            self.model.encode(text, &allowed)
+        } else {
+            py.detach(|| self.model.encode(text, &allowed))
+        };
+        result.map_err(to_py)
+    }
+
+    #[pyo3(signature = (texts, allowed_special = None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Bound<'_, PyString>>,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let allowed = crate::python::allowed_special(allowed_special)?;
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        py.detach(|| self.model.encode_batch(&texts, &allowed))
+            .map_err(to_py)
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.model.decode_bytes(&ids).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn token_bytes<'py>(&self, py: Python<'py>, id: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.model.token_bytes(id).map_err(to_py)?;
+        Ok(PyBytes::new(py, bytes))
+    }
+
+    fn token_id(&self, token: &[u8]) -> Option<u32> {
+        self.model.token_id(token)
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+
+    /// Ordinary (non-special) tokens: ids `0..n_ordinary`.
+    #[getter]
+    fn n_ordinary(&self) -> usize {
+        self.model.vocab().len()
+    }
+
+    #[getter]
+    fn pattern(&self) -> String {
+        self.model.pattern().spec().to_owned()
+    }
+
+    #[getter]
+    fn special_tokens(&self) -> Vec<(String, u32)> {
+        self.model
+            .special_tokens()
+            .iter()
+            .map(|(text, id)| (text.to_owned(), id))
+            .collect()
+    }
+
+    #[getter]
+    fn merges(&self) -> Option<Vec<(u32, u32)>> {
+        self.model.merges().map(<[_]>::to_vec)
+    }
+}
+
+/// The pieces of `text` under a pattern (preset name, regex or "none").
+#[pyfunction]
+fn pretokenize(text: &str, pattern: &str) -> PyResult<Vec<String>> {
+    let pretokenizer = PreTokenizer::new(Pattern::parse(pattern)).map_err(to_py)?;
+    let pieces = pretokenizer.split(text).map_err(to_py)?;
+    Ok(pieces.into_iter().map(str::to_owned).collect())
+}
+
+/// The regular expression of a preset (tiktoken's), or `None` for "none";
+/// a user regex is returned as given.
+#[pyfunction]
+fn pattern_regex(pattern: &str) -> Option<String> {
+    Pattern::parse(pattern).regex().map(str::to_owned)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PieceCounter>()?;
+    m.add_class::<Bpe>()?;
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
+    m.add("PolytokError", m.py().get_type::<PolytokError>())?;
+    m.add("CorpusError", m.py().get_type::<CorpusError>())?;
+    m.add(
+        "TokenizerFileError",
+        m.py().get_type::<TokenizerFileError>(),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! The vocabulary: token ids and their bytes, and the special tokens.
+//!
+//! Ordinary tokens have the ids `0..len`, with no gaps (an id is also a BPE
+//! token's merge rank). Special tokens (`<|endoftext|>`) have ids of their own
+//! outside that range, are matched in text only when the caller allows it,
+//! and never take part in merges.
+
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+
+pub struct Vocab {
+    /// The bytes of token `id` are `bytes[offsets[id]..offsets[id + 1]]`.
+    bytes: Vec<u8>,
+    offsets: Vec<u32>,
+    ids: FxHashMap<Box<[u8]>, u32>,
+}
+
+impl Vocab {
+    /// A vocabulary from the tokens' bytes, in id order; tokens must be
+    /// distinct and non-empty.
+    pub fn new(tokens: Vec<Vec<u8>>) -> Result<Self> {
+        let mut vocab = Vocab {
+            bytes: Vec::with_capacity(tokens.iter().map(Vec::len).sum()),
+            offsets: Vec::with_capacity(tokens.len() + 1),
+            ids: FxHashMap::default(),
+        };
+        vocab.ids.reserve(tokens.len());
+        vocab.offsets.push(0);
+        for token in tokens {
+            vocab.push(token)?;
+        }
+        Ok(vocab)
+    }
+
+    /// Adds a token with the next id.
+    pub fn push(&mut self, token: Vec<u8>) -> Result<u32> {
+        let id = self.len() as u32;
+        if token.is_empty() {
+            return Err(Error::invalid(format!("token {id} is empty")));
+        }
+        if let Some(&other) = self.ids.get(token.as_slice()) {
+            return Err(Error::invalid(format!(
+                "token {id} has the same bytes as token {other}: {:?}",
+                String::from_utf8_lossy(&token)
+            )));
+        }
+        self.bytes.extend_from_slice(&token);
+        self.offsets.push(self.bytes.len() as u32);
+        self.ids.insert(token.into_boxed_slice(), id);
+        Ok(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of token `id`; `id` must be below `len()`.
+    #[inline(always)]
+    pub fn bytes(&self, id: u32) -> &[u8] {
+        let id = id as usize;
+        &self.bytes[self.offsets[id] as usize..self.offsets[id + 1] as usize]
+    }
+
+    #[inline(always)]
+    pub fn id(&self, bytes: &[u8]) -> Option<u32> {
+        self.ids.get(bytes).copied()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len() as u32).map(|id| self.bytes(id))
+    }
+}
+
+/// Special tokens: text that maps to one reserved id.
+#[derive(Clone, Debug, Default)]
+pub struct SpecialTokens {
+    /// In id order.
+    tokens: Vec<(String, u32)>,
+}
+
+impl SpecialTokens {
+    /// Checks that texts and ids are distinct, non-empty and outside the
+    /// ordinary ids `0..vocab_len`.
+    pub fn new(mut tokens: Vec<(String, u32)>, vocab_len: usize) -> Result<Self> {
+        tokens.sort_by_key(|&(_, id)| id);
+        for (i, (text, id)) in tokens.iter().enumerate() {
+            if text.is_empty() {
+                return Err(Error::invalid("a special token is empty"));
+            }
+            if (*id as usize) < vocab_len {
+                return Err(Error::invalid(format!(
+                    "special token {text:?} has id {id}, which an ordinary token has (ids 0..{vocab_len})"
+                )));
+            }
+            if let Some((other, _)) = tokens[..i].iter().find(|(_, other_id)| other_id == id) {
+                return Err(Error::invalid(format!(
+                    "special tokens {other:?} and {text:?} have the same id {id}"
+                )));
+            }
+            if tokens[..i].iter().any(|(other, _)| other == text) {
+                return Err(Error::invalid(format!(
+                    "special token {text:?} is given twice"
+                )));
+            }
+        }
+        Ok(SpecialTokens { tokens })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.tokens.iter().map(|(text, id)| (text.as_str(), *id))
+    }
+
+    pub fn id(&self, text: &str) -> Option<u32> {
+        self.tokens
+            .iter()
+            .find(|(t, _)| t == text)
+            .map(|&(_, id)| id)
+    }
+
+    pub fn text(&self, id: u32) -> Option<&str> {
+        self.tokens
+            .binary_search_by_key(&id, |&(_, id)| id)
+            .ok()
+            .map(|i| self.tokens[i].0.as_str())
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// One past the largest id, or 0.
+    pub fn end_id(&self) -> u32 {
+        self.tokens.last().map_or(0, |&(_, id)| id + 1)
+    }
+}
