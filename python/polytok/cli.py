@@ -15,7 +15,7 @@ from rich.text import Text
 
 from polytok import PolytokError
 from polytok._files import corpus_files
-from polytok.bpe import BPETokenizer
+from polytok.bpe import BPETokenizer, readable
 from polytok.pretokenize import PRESETS
 
 MODELS = ("bpe",)
@@ -163,11 +163,22 @@ def info(tokenizer_path, pattern, samples, longest) -> None:
 
 def _highlighted(tokenizer: BPETokenizer, ids: list[int]) -> Text:
     """The tokens of a text, with alternating backgrounds to show where each
-    one starts."""
+    one starts. Tokens that hold only part of a character are shown together
+    with the tokens that complete it, underlined."""
     text = Text()
-    for n, token_id in enumerate(ids):
+    pending, parts, n = b"", 0, 0
+    for token_id in ids:
+        pending += tokenizer.token_bytes(token_id)
+        parts += 1
+        try:
+            segment = pending.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
         style = "black on bright_cyan" if n % 2 == 0 else "black on bright_yellow"
-        text.append(tokenizer.id_to_token(token_id).replace("\n", "\\n"), style=style)
+        text.append(segment.replace("\n", "\\n"), style=style + (" underline" if parts > 1 else ""))
+        pending, parts, n = b"", 0, n + 1
+    if pending:
+        text.append(readable(pending), style="black on bright_red")
     return text
 
 

