@@ -20,6 +20,7 @@ Nothing here writes inside the project.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -215,6 +216,20 @@ def polytok_cl100k(enc=None, ranks: str | None = None):
     return polytok.BPETokenizer.from_tiktoken(ranks, pattern="cl100k", special_tokens=enc._special_tokens)
 
 
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: byte -> the character that stands for it
+    in byte-level vocabularies (Hugging Face ByteLevel)."""
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
 # ------------------------------------------------------------------ timing
 
 
@@ -251,9 +266,14 @@ def time_interleaved(funcs: dict[str, Callable[[], object]], runs: int, warmup: 
     for _ in range(runs):
         for name, fn in funcs.items():
             results[name] = None  # free the previous result before the next run
-            c0, t0 = time.process_time(), time.perf_counter()
-            results[name] = fn()
-            t1, c1 = time.perf_counter(), time.process_time()
+            gc.collect()
+            gc.disable()  # as timeit does: no collector pauses inside a timed run
+            try:
+                c0, t0 = time.process_time(), time.perf_counter()
+                results[name] = fn()
+                t1, c1 = time.perf_counter(), time.process_time()
+            finally:
+                gc.enable()
             timings[name].wall.append(t1 - t0)
             timings[name].cpu.append(c1 - c0)
     return timings, results
@@ -377,6 +397,11 @@ def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence], ma
     text = "\n".join(out) + "\n"
     print(text, flush=True)
     return text
+
+
+def load_note() -> str:
+    """The 1-minute load average: other work on the machine skews timings."""
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
 
 
 def machine_note() -> str:

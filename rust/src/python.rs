@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
@@ -173,7 +173,7 @@ impl PieceCounter {
 }
 
 /// Which special tokens to recognize: None, "all", or a list of texts.
-fn allowed_special(allowed: Option<&Bound<'_, PyAny>>) -> PyResult<AllowedSpecial> {
+fn allowed_special_tokens(allowed: Option<&Bound<'_, PyAny>>) -> PyResult<AllowedSpecial> {
     let Some(allowed) = allowed else {
         return Ok(AllowedSpecial::None);
     };
@@ -205,6 +205,23 @@ const DETACH_BYTES: usize = 1 << 14;
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
     model: BpeModel,
+    /// The Python int of every id, made once: building the result lists
+    /// then costs a reference count per id instead of an allocation, which
+    /// would otherwise take about as long as encoding itself.
+    ints: Vec<Py<PyAny>>,
+}
+
+impl Bpe {
+    fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
+        let ints = (0..model.vocab_size())
+            .map(|id| Ok(id.into_pyobject(py)?.into_any().unbind()))
+            .collect::<PyResult<_>>()?;
+        Ok(Bpe { model, ints })
+    }
+
+    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
+    }
 }
 
 #[pymethods]
@@ -233,7 +250,7 @@ impl Bpe {
         settings.validate().map_err(to_py)?;
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| bpe::train(counts, &settings, p))?;
-        Ok(Bpe { model })
+        Bpe::new(py, model)
     }
 
     #[staticmethod]
@@ -241,7 +258,7 @@ impl Bpe {
         let (model, training) = py
             .detach(|| BpeModel::from_json(json, source))
             .map_err(to_py)?;
-        Ok((Bpe { model }, training.map(|t| t.to_string())))
+        Ok((Bpe::new(py, model)?, training.map(|t| t.to_string())))
     }
 
     /// polytok JSON; `training` is a JSON object recorded in the file.
@@ -267,7 +284,7 @@ impl Bpe {
                 BpeModel::from_tiktoken(text, source, Pattern::parse(pattern), special_tokens)
             })
             .map_err(to_py)?;
-        Ok(Bpe { model })
+        Bpe::new(py, model)
     }
 
     fn to_tiktoken(&self) -> String {
@@ -275,32 +292,38 @@ impl Bpe {
     }
 
     #[pyo3(signature = (text, allowed_special = None))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<u32>> {
-        let allowed = crate::python::allowed_special(allowed_special)?;
-        let result = if text.len() < DETACH_BYTES {
+    ) -> PyResult<Bound<'py, PyList>> {
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let ids = if text.len() < DETACH_BYTES {
             self.model.encode(text, &allowed)
         } else {
             py.detach(|| self.model.encode(text, &allowed))
         };
-        result.map_err(to_py)
+        self.id_list(py, &ids.map_err(to_py)?)
     }
 
     #[pyo3(signature = (texts, allowed_special = None))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         texts: Vec<Bound<'_, PyString>>,
         allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<Vec<u32>>> {
-        let allowed = crate::python::allowed_special(allowed_special)?;
+    ) -> PyResult<Bound<'py, PyList>> {
+        let allowed = allowed_special_tokens(allowed_special)?;
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        py.detach(|| self.model.encode_batch(&texts, &allowed))
-            .map_err(to_py)
+        let batch = py
+            .detach(|| self.model.encode_batch(&texts, &allowed))
+            .map_err(to_py)?;
+        let lists = batch
+            .iter()
+            .map(|ids| self.id_list(py, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {

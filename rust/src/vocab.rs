@@ -5,7 +5,10 @@
 //! outside that range, are matched in text only when the caller allows it,
 //! and never take part in merges.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use crate::error::{Error, Result};
 
@@ -13,7 +16,32 @@ pub struct Vocab {
     /// The bytes of token `id` are `bytes[offsets[id]..offsets[id + 1]]`.
     bytes: Vec<u8>,
     offsets: Vec<u32>,
-    ids: FxHashMap<Box<[u8]>, u32>,
+    index: HashTable<Slot>,
+}
+
+/// An index entry. The first 8 bytes of the token are kept in the slot, so
+/// that looking up a short piece (most are) never leaves the table: that
+/// lookup is the hot path of encoding.
+#[derive(Clone, Copy)]
+struct Slot {
+    prefix: u64,
+    len: u32,
+    id: u32,
+}
+
+/// The hash of a byte string, as used by every byte-keyed table here.
+#[inline(always)]
+pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(bytes)
+}
+
+/// The first 8 bytes, zero-padded.
+#[inline(always)]
+fn prefix(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = bytes.len().min(8);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(buf)
 }
 
 impl Vocab {
@@ -23,9 +51,8 @@ impl Vocab {
         let mut vocab = Vocab {
             bytes: Vec::with_capacity(tokens.iter().map(Vec::len).sum()),
             offsets: Vec::with_capacity(tokens.len() + 1),
-            ids: FxHashMap::default(),
+            index: HashTable::with_capacity(tokens.len()),
         };
-        vocab.ids.reserve(tokens.len());
         vocab.offsets.push(0);
         for token in tokens {
             vocab.push(token)?;
@@ -39,15 +66,27 @@ impl Vocab {
         if token.is_empty() {
             return Err(Error::invalid(format!("token {id} is empty")));
         }
-        if let Some(&other) = self.ids.get(token.as_slice()) {
+        if let Some(other) = self.id(&token) {
             return Err(Error::invalid(format!(
                 "token {id} has the same bytes as token {other}: {:?}",
                 String::from_utf8_lossy(&token)
             )));
         }
+        if self.bytes.len() + token.len() > u32::MAX as usize {
+            return Err(Error::invalid("the vocabulary is larger than 4 GB"));
+        }
         self.bytes.extend_from_slice(&token);
         self.offsets.push(self.bytes.len() as u32);
-        self.ids.insert(token.into_boxed_slice(), id);
+        let slot = Slot {
+            prefix: prefix(&token),
+            len: token.len() as u32,
+            id,
+        };
+        let offsets = &self.offsets;
+        let bytes = &self.bytes;
+        self.index.insert_unique(hash_bytes(&token), slot, |s| {
+            hash_bytes(&bytes[offsets[s.id as usize] as usize..offsets[s.id as usize + 1] as usize])
+        });
         Ok(id)
     }
 
@@ -68,7 +107,27 @@ impl Vocab {
 
     #[inline(always)]
     pub fn id(&self, bytes: &[u8]) -> Option<u32> {
-        self.ids.get(bytes).copied()
+        self.id_with_hash(bytes, hash_bytes(bytes))
+    }
+
+    /// `id`, with the hash of `bytes` (`hash_bytes`) already computed.
+    #[inline(always)]
+    pub(crate) fn id_with_hash(&self, bytes: &[u8], hash: u64) -> Option<u32> {
+        let (len, first) = (bytes.len() as u32, prefix(bytes));
+        self.index
+            .find(hash, |s| {
+                s.len == len
+                    && s.prefix == first
+                    && (len <= 8 || self.bytes(s.id)[8..] == bytes[8..])
+            })
+            .map(|s| s.id)
+    }
+
+    /// The length of token `id` in bytes; `id` must be below `len()`.
+    #[inline(always)]
+    pub fn token_len(&self, id: u32) -> usize {
+        let id = id as usize;
+        (self.offsets[id + 1] - self.offsets[id]) as usize
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {

@@ -1,7 +1,10 @@
 //! Encoding: pre-tokenize, then merge each piece's bytes.
 //!
-//! Most pieces are whole tokens and cost one hash lookup. Others are merged
-//! by the lowest-rank-first rule in one of two ways, with the same result:
+//! Most pieces are whole tokens and cost one hash lookup. The others are
+//! remembered once merged, for the rest of the call (or, in a batch, by each
+//! worker): text repeats its words, and merging costs far more than a lookup.
+//! Merging follows the lowest-rank-first rule in one of two ways, with the
+//! same result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
 //! - long pieces: a binary heap of candidate pairs over a linked list of
@@ -11,68 +14,189 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use aho_corasick::AhoCorasick;
+use hashbrown::HashTable;
 use rayon::prelude::*;
 
 use super::{pair_key, AllowedSpecial, BpeModel};
 use crate::error::Result;
+use crate::vocab::hash_bytes;
 
-/// Pieces up to this many bytes use the quadratic scan.
-const SHORT_PIECE: usize = 64;
+/// Pieces up to this many bytes use the quadratic scan, longer ones the heap.
+pub(super) const SHORT_PIECE: usize = 16;
+/// Merged pieces up to this many bytes are cached.
+const CACHED_PIECE: usize = 256;
 
-const NO_RANK: u32 = u32::MAX;
+pub(super) const NO_RANK: u32 = u32::MAX;
+
+/// What an encoding call (or a batch worker) keeps between pieces: the
+/// cache of merged pieces and the buffers of the heap merge.
+#[derive(Default)]
+pub(crate) struct EncodeState {
+    cache: PieceCache,
+    buffers: MergeBuffers,
+}
+
+/// Reused by `merge_long`, so that it allocates nothing per piece.
+#[derive(Default)]
+pub(crate) struct MergeBuffers {
+    parts: Vec<u32>,
+    /// The start of the next / previous part of each part (`u32::MAX`: none).
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// `(rank << 32) | position`.
+    heap: BinaryHeap<Reverse<u64>>,
+}
+
+/// Pieces merged earlier, with their ids. Keys and ids live in two flat
+/// arenas, so a new entry costs no allocation of its own.
+#[derive(Default)]
+pub(crate) struct PieceCache {
+    table: HashTable<CacheEntry>,
+    keys: Vec<u8>,
+    ids: Vec<u32>,
+}
+
+#[derive(Clone, Copy)]
+struct CacheEntry {
+    hash: u64,
+    key_start: u32,
+    key_len: u32,
+    ids_start: u32,
+    ids_len: u32,
+}
+
+/// The cache starts afresh past this many bytes of keys (bounded memory on
+/// any input).
+const CACHE_KEY_BYTES: usize = 4 << 20;
+
+impl PieceCache {
+    #[inline]
+    fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
+        self.table
+            .find(hash, |e| {
+                e.hash == hash
+                    && &self.keys[e.key_start as usize..(e.key_start + e.key_len) as usize] == piece
+            })
+            .map(|e| &self.ids[e.ids_start as usize..(e.ids_start + e.ids_len) as usize])
+    }
+
+    fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
+        if self.keys.len() + piece.len() > CACHE_KEY_BYTES {
+            self.table.clear();
+            self.keys.clear();
+            self.ids.clear();
+        }
+        let entry = CacheEntry {
+            hash,
+            key_start: self.keys.len() as u32,
+            key_len: piece.len() as u32,
+            ids_start: self.ids.len() as u32,
+            ids_len: ids.len() as u32,
+        };
+        self.keys.extend_from_slice(piece);
+        self.ids.extend_from_slice(ids);
+        self.table.insert_unique(hash, entry, |e| e.hash);
+    }
+}
 
 impl BpeModel {
     /// Encodes `text`, treating special-token text as ordinary text.
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_ordinary_into(text, &mut out)?;
-        Ok(out)
-    }
-
-    fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        self.pretokenizer
-            .for_each_piece(text, |piece| self.encode_piece(piece.as_bytes(), out))
+        self.encode(text, &AllowedSpecial::None)
     }
 
     /// Encodes `text`, recognizing the allowed special tokens.
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
-        let Some(matcher) = self.allowed_matcher(allowed)? else {
-            return self.encode_ordinary(text);
-        };
+        let matcher = self.allowed_matcher(allowed)?;
+        self.encode_with(text, matcher.as_deref(), &mut EncodeState::default())
+    }
+
+    /// Encodes many texts on all cores. Each worker takes a run of texts
+    /// and encodes it with one state, so that its cache warms up.
+    pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
+        let matcher = self.allowed_matcher(allowed)?;
+        let runs = 4 * rayon::current_num_threads();
+        let run_len = texts.len().div_ceil(runs).max(1);
+        let encoded: Vec<Vec<Vec<u32>>> = texts
+            .par_chunks(run_len)
+            .map(|run| {
+                let mut state = EncodeState::default();
+                run.iter()
+                    .map(|text| self.encode_with(text, matcher.as_deref(), &mut state))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<_>>()?;
+        Ok(encoded.into_iter().flatten().collect())
+    }
+
+    fn encode_with(
+        &self,
+        text: &str,
+        special: Option<&AhoCorasick>,
+        state: &mut EncodeState,
+    ) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let Some(special) = special else {
+            self.encode_ordinary_into(text, &mut out, state)?;
+            return Ok(out);
+        };
         let mut start = 0;
-        for found in matcher.find_iter(text) {
-            self.encode_ordinary_into(&text[start..found.start()], &mut out)?;
-            let special = &text[found.start()..found.end()];
+        for found in special.find_iter(text) {
+            self.encode_ordinary_into(&text[start..found.start()], &mut out, state)?;
+            let token = &text[found.start()..found.end()];
             out.push(
                 self.special
-                    .id(special)
+                    .id(token)
                     .expect("matcher holds special tokens only"),
             );
             start = found.end();
         }
-        self.encode_ordinary_into(&text[start..], &mut out)?;
+        self.encode_ordinary_into(&text[start..], &mut out, state)?;
         Ok(out)
     }
 
-    /// Encodes many texts on all cores.
-    pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
-        texts
-            .par_iter()
-            .map(|text| self.encode(text, allowed))
-            .collect()
+    fn encode_ordinary_into(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        state: &mut EncodeState,
+    ) -> Result<()> {
+        self.pretokenizer.for_each_piece(text, |piece| {
+            self.encode_piece(piece.as_bytes(), out, state)
+        })
     }
 
     /// The ids of one piece, appended to `out`.
     #[inline]
-    pub(crate) fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
-        if let Some(id) = self.vocab.id(piece) {
+    pub(crate) fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, state: &mut EncodeState) {
+        let hash = hash_bytes(piece);
+        if let Some(id) = self.vocab.id_with_hash(piece, hash) {
             out.push(id);
-        } else if piece.len() <= SHORT_PIECE {
+            return;
+        }
+        // Very long pieces are rare and would crowd the cache.
+        let cacheable = piece.len() <= CACHED_PIECE;
+        if cacheable {
+            if let Some(ids) = state.cache.get(piece, hash) {
+                out.extend_from_slice(ids);
+                return;
+            }
+        }
+        let start = out.len();
+        if piece.len() <= SHORT_PIECE {
             self.merge_short(piece, out);
         } else {
-            self.merge_long(piece, out);
+            self.merge_long(piece, out, &mut state.buffers);
         }
+        if cacheable {
+            state.cache.insert(piece, hash, &out[start..]);
+        }
+    }
+
+    #[inline(always)]
+    fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
+        self.byte_pairs[first as usize * 256 + second as usize]
     }
 
     #[inline(always)]
@@ -94,7 +218,7 @@ impl BpeModel {
             *part = self.byte_ids[b as usize];
         }
         for i in 0..n - 1 {
-            ranks[i] = self.pair_rank(parts[i], parts[i + 1]);
+            ranks[i] = self.byte_pair_rank(piece[i], piece[i + 1]);
         }
         loop {
             let mut best = NO_RANK;
@@ -124,56 +248,73 @@ impl BpeModel {
         out.extend_from_slice(&parts[..n]);
     }
 
-    /// The same merges for a long piece: parts form a linked list over byte
-    /// positions; a min-heap holds `(rank, position)` of candidate pairs,
-    /// so ties go to the leftmost pair as in the scan. Entries made stale by
-    /// a merge are recognized when popped (the pair there no longer has that
-    /// rank) and dropped.
-    pub(super) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
+    /// The same merges for a longer piece, in O(n log n): parts form a
+    /// linked list over byte positions; a min-heap holds candidate pairs as
+    /// `(rank, position)`, so ties go to the leftmost pair as in the scan.
+    /// An entry is still valid when a part starts at its position and that
+    /// part and the next one span exactly the bytes of its token (the pair's
+    /// rank is the rank of its concatenated bytes, whatever the split); stale
+    /// entries are dropped when they surface.
+    pub(super) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>, buffers: &mut MergeBuffers) {
+        const END: u32 = u32::MAX;
         let n = piece.len();
-        let mut parts: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        // Linked list over part start positions; `usize::MAX` ends it.
-        let mut next: Vec<usize> = (1..=n).collect();
-        next[n - 1] = usize::MAX;
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut alive = vec![true; n];
-
-        let mut heap = BinaryHeap::with_capacity(n);
+        let MergeBuffers {
+            parts,
+            next,
+            prev,
+            heap,
+        } = buffers;
+        parts.clear();
+        parts.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
+        next.clear();
+        next.extend(1..=n as u32);
+        next[n - 1] = END;
+        heap.clear();
         for i in 0..n - 1 {
-            let rank = self.pair_rank(parts[i], parts[i + 1]);
+            let rank = self.byte_pair_rank(piece[i], piece[i + 1]);
             if rank != NO_RANK {
-                heap.push(Reverse((rank, i)));
+                heap.push(Reverse(((rank as u64) << 32) | i as u64));
             }
         }
-        while let Some(Reverse((rank, at))) = heap.pop() {
+        prev.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        let end_of = |at: u32| if at == END { n } else { at as usize };
+        while let Some(Reverse(entry)) = heap.pop() {
+            let (rank, at) = ((entry >> 32) as u32, entry as u32 as usize);
+            if parts[at] == NO_RANK {
+                continue;
+            }
             let right = next[at];
-            if !alive[at] || right == usize::MAX || self.pair_rank(parts[at], parts[right]) != rank
-            {
+            if right == END {
+                continue;
+            }
+            let span_end = end_of(next[right as usize]);
+            if span_end - at != self.vocab.token_len(rank) {
                 continue;
             }
             parts[at] = rank;
-            alive[right] = false;
-            let after = next[right];
+            parts[right as usize] = NO_RANK;
+            let after = next[right as usize];
             next[at] = after;
-            if after != usize::MAX {
-                prev[after] = at;
-                let r = self.pair_rank(parts[at], parts[after]);
+            if after != END {
+                prev[after as usize] = at as u32;
+                let r = self.pair_rank(rank, parts[after as usize]);
                 if r != NO_RANK {
-                    heap.push(Reverse((r, at)));
+                    heap.push(Reverse(((r as u64) << 32) | at as u64));
                 }
             }
             let before = prev[at];
-            if before != usize::MAX {
-                let r = self.pair_rank(parts[before], parts[at]);
+            if before != END {
+                let r = self.pair_rank(parts[before as usize], rank);
                 if r != NO_RANK {
-                    heap.push(Reverse((r, before)));
+                    heap.push(Reverse(((r as u64) << 32) | before as u64));
                 }
             }
         }
-        let mut at = 0;
-        while at != usize::MAX {
-            out.push(parts[at]);
-            at = next[at];
+        let mut at = 0u32;
+        while at != END {
+            out.push(parts[at as usize]);
+            at = next[at as usize];
         }
     }
 }

@@ -32,6 +32,10 @@ pub struct BpeModel {
     vocab: Vocab,
     /// `(left id, right id)` packed in a u64 -> the id of their concatenation.
     pairs: FxHashMap<u64, u32>,
+    /// The same for two single bytes, as a dense 256 x 256 table (first
+    /// byte * 256 + second byte): every merge of a piece starts with these
+    /// lookups, and this table stays in cache where the hash table does not.
+    byte_pairs: Box<[u32]>,
     byte_ids: [u32; 256],
     pretokenizer: PreTokenizer,
     special: SpecialTokens,
@@ -70,9 +74,16 @@ impl BpeModel {
             check_merges(&vocab, merges)?;
         }
         let pairs = pair_table(&vocab);
+        let byte_pairs = (0..256 * 256)
+            .map(|i| {
+                let key = pair_key(byte_ids[i / 256], byte_ids[i % 256]);
+                pairs.get(&key).copied().unwrap_or(encoder::NO_RANK)
+            })
+            .collect();
         Ok(BpeModel {
             vocab,
             pairs,
+            byte_pairs,
             byte_ids,
             pretokenizer: PreTokenizer::new(pattern)?,
             special,

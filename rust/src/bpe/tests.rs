@@ -113,16 +113,17 @@ fn long_pieces_merge_as_short_ones() {
         &Progress::silent(),
     )
     .unwrap();
-    for len in [1, 2, 5, 63, 64, 65, 200, 1000] {
+    for len in [1, 2, 5, 15, 16, 17, 63, 64, 65, 200, 1000] {
         let piece: Vec<u8> = "abracadabraaaaab".bytes().cycle().take(len).collect();
-        let (mut short, mut long) = (Vec::new(), Vec::new());
-        if len <= 64 {
+        let expected = naive_merge(&model, &piece);
+        let mut long = Vec::new();
+        model.merge_long(&piece, &mut long, &mut Default::default());
+        assert_eq!(long, expected, "length {len}");
+        if len <= encoder::SHORT_PIECE {
+            let mut short = Vec::new();
             model.merge_short(&piece, &mut short);
-        } else {
-            short = naive_merge(&model, &piece);
+            assert_eq!(short, expected, "length {len}");
         }
-        model.merge_long(&piece, &mut long);
-        assert_eq!(short, long, "length {len}");
         assert_eq!(model.decode_bytes(&long).unwrap(), piece);
     }
 }

@@ -1,0 +1,494 @@
+"""cl100k encoding throughput and exactness: polytok vs tiktoken, riptoken,
+tokie and Hugging Face tokenizers.
+
+    python bench/encode.py            # full run (10 MB English, all of bench/multi/)
+    python bench/encode.py --quick    # small, fast run
+
+Inputs: the first ``--en-mb`` MB of ``en_100MB.txt`` (cut at a line end) and
+the multilingual mix (the first ``--multi-mb`` MB of each ``multi/<lang>.txt``,
+all of each by default).
+
+* Single thread: each input is cut into whole documents of about
+  ``--chunk-mb`` MB (at line ends; the same chunks for every library), each
+  encoded with one call. Run in a child process pinned to one CPU, with
+  ``RAYON_NUM_THREADS=1`` and ``TOKENIZERS_PARALLELISM=false`` (tokie starts
+  helper threads for long texts whatever the environment says; pinned, they
+  share the one core).
+* Batch on 2 threads: each input is cut into paragraphs (after blank lines)
+  and encoded with one batch call: polytok ``encode_batch``, tiktoken
+  ``encode_ordinary_batch(num_threads=2)``, tokenizers/tokie ``encode_batch``,
+  riptoken ``encode_ordinary_batch``. Child process with
+  ``RAYON_NUM_THREADS=2``.
+
+Every timed call returns Python lists of ids (``.ids`` of the Encoding
+objects for tokenizers and tokie). Runs are interleaved round-robin between
+libraries; figures are medians of ``--runs`` runs and the "× tiktoken" ratios
+are medians of per-round ratios.
+
+Exactness: every library's ids are compared with tiktoken's
+``encode_ordinary`` document by document. Tokens are aligned by byte offset,
+so "differing ids" counts the library's tokens that are not the token
+tiktoken put at the same place.
+
+The Hugging Face tokenizer is built from tiktoken's ranks: the byte-level
+vocabulary, and merges recovered from the ranks (each multi-byte token's
+bytes are merged by BPE with only lower-ranked merges until two parts are
+left: they are its merge), a Split pre-tokenizer on ``enc._pat_str``
+("isolated") then ByteLevel(add_prefix_space=False, use_regex=False), and a
+ByteLevel decoder. It is cached in the data cache directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import os
+import re
+import sys
+from collections import Counter
+from importlib import metadata
+from pathlib import Path
+
+import _data
+
+LIBS = ("tiktoken", "polytok", "riptoken", "tokie", "tokenizers")
+INPUTS = ("en", "multi")
+PHASES = {
+    "single": {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"},
+    "batch": {"RAYON_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "true"},
+}
+BATCH_THREADS = 2
+
+
+# ------------------------------------------------------------- the HF model
+
+
+def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """The merge that makes each multi-byte token, in rank order: BPE on the
+    token's bytes with only lower-ranked merges; the last two parts."""
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(token) < 2:
+            continue
+        parts = [bytes([b]) for b in token]
+        while len(parts) > 2:
+            best = None
+            for i in range(len(parts) - 1):
+                r = ranks.get(parts[i] + parts[i + 1])
+                if r is not None and r < rank and (best is None or r < best[0]):
+                    best = (r, i)
+            if best is None:
+                break
+            i = best[1]
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        if len(parts) != 2:
+            raise ValueError(f"token {token!r} (rank {rank}) cannot be reached by lower-ranked merges")
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def onig_pattern(pattern: str) -> str:
+    """tiktoken's cl100k pattern in a form Oniguruma (tokenizers' regex
+    engine) reads as intended: Oniguruma's Ruby syntax has no possessive
+    interval, so ``\\p{N}{1,3}+`` means "one or more runs of 1-3 digits",
+    i.e. any number of digits. An atomic group is what tiktoken means."""
+    fixed = pattern.replace(r"\p{N}{1,3}+", r"(?>\p{N}{1,3})")
+    if re.search(r"\{\d+(,\d*)?\}\+", fixed):
+        raise ValueError(f"unexpected possessive interval left in {fixed!r}")
+    return fixed
+
+
+def build_hf_cl100k(enc, pattern: str):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    b2u = _data.bytes_to_unicode()
+
+    def chars(b: bytes) -> str:
+        return "".join(b2u[x] for x in b)
+
+    ranks = enc._mergeable_ranks
+    vocab = {chars(t): r for t, r in ranks.items()}
+    merges = [(chars(a), chars(b)) for a, b in recover_merges(ranks)]
+    # ignore_merges: a piece that is itself a token is that token, as in tiktoken
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tk.decoder = decoders.ByteLevel()
+    return tk
+
+
+def hf_cl100k_file(enc, ranks_path: str, pattern: str) -> Path:
+    """The HF tokenizer.json for cl100k with ``pattern``, built once and
+    cached outside the project."""
+    import tokenizers
+
+    h = hashlib.sha256(Path(ranks_path).read_bytes())
+    h.update(pattern.encode())
+    h.update(tokenizers.__version__.encode())
+    path = _data.CACHE_DIR / f"cl100k-hf-{h.hexdigest()[:16]}.json"
+    if not path.is_file():
+        _data.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        build_hf_cl100k(enc, pattern).save(str(tmp))
+        tmp.replace(path)
+    return path
+
+
+# ---------------------------------------------------------------- exactness
+
+
+class Exactness:
+    """Ids of one library against tiktoken's, over a list of documents."""
+
+    def __init__(self) -> None:
+        self.docs = 0
+        self.tokens = 0
+        self.ref_tokens = 0
+        self.mismatched_docs = 0
+        self.differing_ids = 0
+        self.bad_roundtrip = 0
+        self.labels: Counter[str] = Counter()
+
+    def add(self, enc, lens: list[int], doc: str, ref: list[int], ids: list[int], label: str = "") -> None:
+        self.docs += 1
+        self.tokens += len(ids)
+        self.ref_tokens += len(ref)
+        if ids == ref:
+            return
+        self.mismatched_docs += 1
+        self.labels[label] += 1
+        ref_at = set(zip(itertools.accumulate((lens[i] for i in ref), initial=0), ref))
+        starts = itertools.accumulate((lens[i] if 0 <= i < len(lens) else 0 for i in ids), initial=0)
+        self.differing_ids += sum((s, i) not in ref_at for s, i in zip(starts, ids))
+        try:
+            if enc.decode_bytes(ids) != doc.encode("utf-8"):
+                self.bad_roundtrip += 1
+        except Exception:
+            self.bad_roundtrip += 1
+
+    def as_dict(self) -> dict:
+        return {
+            "docs": self.docs,
+            "tokens": self.tokens,
+            "ref_tokens": self.ref_tokens,
+            "mismatched_docs": self.mismatched_docs,
+            "differing_ids": self.differing_ids,
+            "bad_roundtrip": self.bad_roundtrip,
+            "labels": dict(self.labels),
+        }
+
+
+def token_lengths(enc) -> list[int]:
+    """Byte length of every ordinary cl100k id (0 for ids that are not)."""
+    lens = []
+    for i in range(enc.max_token_value + 1):
+        try:
+            lens.append(len(enc.decode_single_token_bytes(i)))
+        except KeyError:
+            lens.append(0)
+    return lens
+
+
+def compare(enc, lens, docs, labels, ref_out, out) -> Exactness:
+    ex = Exactness()
+    for doc, label, ref, ids in zip(docs, labels, ref_out, out):
+        ex.add(enc, lens, doc, ref, ids, label)
+    return ex
+
+
+# ------------------------------------------------------------------- inputs
+
+
+def input_docs(args, which: str, phase: str) -> tuple[list[str], list[str]]:
+    """(documents, label of each) for an input and phase."""
+    cut = (lambda t: _data.chunks(t, args.chunk_mb)) if phase == "single" else _data.paragraphs
+    if which == "en":
+        docs = cut(_data.en_text(args.en_mb))
+        return docs, ["en"] * len(docs)
+    docs, labels = [], []
+    for lang, text in _data.multi_texts(args.multi_mb).items():
+        part = cut(text)
+        docs += part
+        labels += [lang] * len(part)
+    return docs, labels
+
+
+def describe_inputs(args) -> str:
+    multi = "all of each" if args.multi_mb is None else f"first {args.multi_mb:g} MB of each"
+    return (
+        f"en = first {args.en_mb:g} MB of en_100MB.txt; multi = {multi} of "
+        f"{', '.join(_data.LANGS)}; single thread: ~{args.chunk_mb:g} MB chunks; batch: paragraphs"
+    )
+
+
+# -------------------------------------------------------------- child phase
+
+
+def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
+    """``{name: function}``: one document -> ids (single) or a list of
+    documents -> list of ids (batch)."""
+    funcs = {}
+    single = phase == "single"
+    for name in libs:
+        if name == "tiktoken":
+            funcs[name] = (
+                enc.encode_ordinary if single else (lambda docs: enc.encode_ordinary_batch(docs, num_threads=BATCH_THREADS))
+            )
+        elif name == "polytok":
+            tok = _data.polytok_cl100k(enc, ranks_path)
+            funcs[name] = tok.encode if single else tok.encode_batch
+        elif name == "riptoken":
+            import riptoken
+
+            rt = riptoken.CoreBPE(enc._mergeable_ranks, enc._special_tokens, enc._pat_str)
+            funcs[name] = rt.encode_ordinary if single else rt.encode_ordinary_batch
+        elif name in ("tokie", "tokenizers"):
+            path = str(hf_cl100k_file(enc, ranks_path, onig_pattern(enc._pat_str)))
+            if name == "tokie":
+                import tokie
+
+                tk = tokie.Tokenizer.from_json(path)
+            else:
+                from tokenizers import Tokenizer
+
+                tk = Tokenizer.from_file(path)
+            if single:
+                funcs[name] = lambda doc, tk=tk: tk.encode(doc, add_special_tokens=False).ids
+            else:
+                funcs[name] = lambda docs, tk=tk: [e.ids for e in tk.encode_batch(docs, add_special_tokens=False)]
+        else:
+            raise ValueError(f"unknown library {name}")
+    return funcs
+
+
+def run_phase(args) -> None:
+    if args.phase == "single":
+        # One core for everyone: tokie spawns helper threads for long texts
+        # whatever RAYON_NUM_THREADS says; pinned, they share the same core.
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    enc, ranks_path = _data.tiktoken_cl100k()
+    docs, labels = input_docs(args, args.input, args.phase)
+    encoders = load_encoders(args.libs, args.phase, enc, ranks_path)
+    if args.phase == "single":
+        funcs = {name: (lambda f=f: [f(d) for d in docs]) for name, f in encoders.items()}
+    else:
+        funcs = {name: (lambda f=f: f(docs)) for name, f in encoders.items()}
+    load0 = os.getloadavg()[0]
+    timings, results = _data.time_interleaved(funcs, args.runs, args.warmup)
+    load1 = os.getloadavg()[0]
+    ref = results.get("tiktoken") or [enc.encode_ordinary(d) for d in docs]
+    lens = token_lengths(enc)
+    exact = {name: compare(enc, lens, docs, labels, ref, out).as_dict() for name, out in results.items()}
+    _data.emit(
+        {
+            "phase": args.phase,
+            "input": args.input,
+            "bytes": _data.utf8_len(docs),
+            "docs": len(docs),
+            "load": [load0, load1],
+            "timings": {n: {"wall": t.wall, "cpu": t.cpu} for n, t in timings.items()},
+            "exact": exact,
+        }
+    )
+
+
+# --------------------------------------------------------------- the parent
+
+
+def hf_check(args, enc, ranks_path) -> list[list]:
+    """The HF model against tiktoken on a sample, with tiktoken's pattern as
+    is and with the Oniguruma-safe form."""
+    from tokenizers import Tokenizer
+
+    mb = 0.2 if args.quick else 1.0
+    docs = _data.chunks(_data.en_text(mb), 0.25) + [
+        t for lang, text in _data.multi_texts(mb / 5).items() for t in _data.chunks(text, 0.25)
+    ]
+    labels = ["sample"] * len(docs)
+    ref = [enc.encode_ordinary(d) for d in docs]
+    lens = token_lengths(enc)
+    rows = []
+    for what, pattern in (("enc._pat_str as is", enc._pat_str), ("Oniguruma-safe (used)", onig_pattern(enc._pat_str))):
+        tk = Tokenizer.from_file(str(hf_cl100k_file(enc, ranks_path, pattern)))
+        out = [tk.encode(d, add_special_tokens=False).ids for d in docs]
+        ex = compare(enc, lens, docs, labels, ref, out)
+        rows.append([what, _data.utf8_len(docs), ex.ref_tokens, ex.tokens, ex.differing_ids, f"{ex.mismatched_docs}/{ex.docs}"])
+    return rows
+
+
+def versions(libs) -> str:
+    dists = {"tiktoken": "tiktoken", "polytok": "polytok", "riptoken": "riptoken", "tokie": "tokie", "tokenizers": "tokenizers"}
+    out = []
+    for name in libs:
+        try:
+            out.append(f"{name} {metadata.version(dists[name])}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{name} ?")
+    return ", ".join(out)
+
+
+def available(libs) -> list[str]:
+    out = []
+    for name in libs:
+        try:
+            if name == "polytok":
+                _data.import_polytok()
+            else:
+                __import__(name)
+            out.append(name)
+        except ImportError as e:
+            print(f"[encode] {name} is not installed ({e}); left out", file=sys.stderr)
+    if "tiktoken" not in out:
+        _data.skip("tiktoken (the reference) is not installed")
+    return out
+
+
+def ratio_cell(res: dict, name: str) -> tuple[float, float]:
+    t = res["timings"]
+    mbps = res["bytes"] / _data.MB / _data.median(t[name]["wall"])
+    return mbps, _data.speedup(t["tiktoken"]["wall"], t[name]["wall"])
+
+
+def cpu_wall(res: dict, name: str) -> float:
+    t = res["timings"][name]
+    return _data.median(t["cpu"]) / _data.median(t["wall"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
+    ap.add_argument("--runs", type=int, help="timed runs per library (default 5, quick 3)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs per library first (default 1)")
+    ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
+    ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
+    ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
+    ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
+    ap.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)  # internal: child process
+    ap.add_argument("--input", choices=INPUTS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.runs = args.runs or (3 if args.quick else 5)
+    args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
+    if args.multi_mb is None and args.quick:
+        args.multi_mb = 0.1
+    args.chunk_mb = args.chunk_mb or (0.25 if args.quick else 1.0)
+    args.libs = [x.strip() for x in args.libs.split(",") if x.strip()]
+    if "tiktoken" not in args.libs:
+        args.libs.insert(0, "tiktoken")
+
+    if args.phase:
+        run_phase(args)
+        return
+
+    _data.data_dir()  # skip early if the corpus is absent; unpack once
+    libs = available(args.libs)
+    enc, ranks_path = _data.tiktoken_cl100k()
+    print(f"cl100k encoding benchmark — {_data.machine_note()}")
+    print(f"versions: {versions(libs)}")
+    print(f"inputs: {describe_inputs(args)}")
+    print(f"{args.runs} timed runs (+{args.warmup} warm-up) per library, interleaved; MB = 10^6 bytes\n")
+
+    if "tokenizers" in libs or "tokie" in libs:
+        _data.print_table(
+            "Hugging Face cl100k (built from tiktoken's ranks) vs tiktoken on a sample",
+            ["pre-tokenizer pattern", "bytes", "tiktoken tokens", "HF tokens", "differing ids", "mismatching docs"],
+            hf_check(args, enc, ranks_path),
+        )
+
+    child_args = [
+        f"--runs={args.runs}",
+        f"--warmup={args.warmup}",
+        f"--en-mb={args.en_mb}",
+        f"--chunk-mb={args.chunk_mb}",
+        f"--libs={','.join(libs)}",
+    ] + ([f"--multi-mb={args.multi_mb}"] if args.multi_mb is not None else [])
+    results = {}
+    for phase, env in PHASES.items():
+        for which in INPUTS:
+            print(f"[encode] {phase} / {which} ...", file=sys.stderr, flush=True)
+            child = _data.run_child(
+                [sys.executable, __file__, f"--phase={phase}", f"--input={which}", *child_args], env=env
+            )
+            if child.returncode != 0:
+                print(child.stderr[-5000:], file=sys.stderr)
+                raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
+            results[phase, which] = child.json()
+            load = results[phase, which]["load"]
+            print(f"[encode] {phase} / {which}: {child.wall:.0f} s; 1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing", file=sys.stderr, flush=True)
+
+    for phase, title in (
+        ("single", "Single thread, whole documents (encode one ~chunk at a time)"),
+        ("batch", f"Batch on {BATCH_THREADS} threads, paragraphs"),
+    ):
+        en, multi = results[phase, "en"], results[phase, "multi"]
+        rows = []
+        for name in libs:
+            e_mbps, e_x = ratio_cell(en, name)
+            m_mbps, m_x = ratio_cell(multi, name)
+            rows.append([name, e_mbps, f"{e_x:.2f}×", m_mbps, f"{m_x:.2f}×", f"{cpu_wall(en, name):.2f} / {cpu_wall(multi, name):.2f}"])
+        sub = f" (en: {en['docs']:,} docs, {en['bytes'] / _data.MB:.1f} MB; multi: {multi['docs']:,} docs, {multi['bytes'] / _data.MB:.1f} MB)"
+        loads = [x for r in (en, multi) for x in r["load"]]
+        sub += f"; load average {min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs"
+        _data.print_table(
+            title + sub,
+            ["library", "en MB/s", "en × tiktoken", "multi MB/s", "multi × tiktoken", "CPU/wall en / multi"],
+            rows,
+        )
+
+    rows = []
+    inexact = Counter()
+    for (phase, which), res in results.items():
+        for name in libs:
+            if name == "tiktoken":
+                continue
+            ex = res["exact"][name]
+            inexact[name] += ex["differing_ids"] + ex["mismatched_docs"] + ex["bad_roundtrip"]
+            langs = ", ".join(f"{k}:{v}" for k, v in sorted(ex["labels"].items())) if which == "multi" else ""
+            rows.append(
+                [
+                    name,
+                    which,
+                    f"~{args.chunk_mb:g} MB chunks" if phase == "single" else "paragraphs",
+                    ex["ref_tokens"],
+                    ex["tokens"],
+                    ex["differing_ids"],
+                    f"{ex['mismatched_docs']:,}/{ex['docs']:,}",
+                    ex["bad_roundtrip"],
+                    langs,
+                ]
+            )
+    _data.print_table(
+        "Exactness against tiktoken encode_ordinary",
+        ["library", "input", "documents", "tiktoken tokens", "tokens", "differing ids", "mismatching docs", "decode != text", "mismatching docs by language"],
+        rows,
+    )
+
+    summary = []
+    for name in libs:
+        cells = [name]
+        for phase in PHASES:
+            for which in INPUTS:
+                mbps, x = ratio_cell(results[phase, which], name)
+                cells.append(f"{mbps:.1f} ({x:.2f}×)")
+        if name == "tiktoken":
+            cells.append("reference")
+        else:
+            diff = sum(results[k]["exact"][name]["differing_ids"] for k in results)
+            docs = sum(results[k]["exact"][name]["mismatched_docs"] for k in results)
+            cells.append("yes" if not inexact[name] else f"no: {diff:,} ids in {docs:,} docs")
+        summary.append(cells)
+    print("Markdown summary (MB/s, × tiktoken in the same run):\n")
+    _data.print_table(
+        f"cl100k encode, MB/s (× tiktoken) — {describe_inputs(args)}; median of {args.runs}",
+        ["library", "en, 1 thread", "multi, 1 thread", f"en, batch {BATCH_THREADS} threads", f"multi, batch {BATCH_THREADS} threads", "exact vs tiktoken"],
+        summary,
+        markdown=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
