@@ -208,6 +208,15 @@ def import_polytok(attempts: int = 4, wait: float = 60.0):
     raise AssertionError("unreachable")
 
 
+def polytok_note() -> str:
+    """polytok's version and when its compiled core was installed (it may be
+    rebuilt between runs)."""
+    polytok = import_polytok()
+    core = sys.modules["polytok._core"].__file__
+    built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(core)))
+    return f"polytok {polytok.__version__} (core installed {built})"
+
+
 def polytok_cl100k(enc=None, ranks: str | None = None):
     """polytok's cl100k tokenizer, loaded from tiktoken's rank file."""
     polytok = import_polytok()

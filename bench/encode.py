@@ -133,7 +133,7 @@ def hf_cl100k_file(enc, ranks_path: str, pattern: str) -> Path:
     path = _data.CACHE_DIR / f"cl100k-hf-{h.hexdigest()[:16]}.json"
     if not path.is_file():
         _data.CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
         build_hf_cl100k(enc, pattern).save(str(tmp))
         tmp.replace(path)
     return path
@@ -291,6 +291,7 @@ def run_phase(args) -> None:
             "bytes": _data.utf8_len(docs),
             "docs": len(docs),
             "load": [load0, load1],
+            "polytok": _data.polytok_note() if "polytok" in encoders else None,
             "timings": {n: {"wall": t.wall, "cpu": t.cpu} for n, t in timings.items()},
             "exact": exact,
         }
@@ -325,6 +326,9 @@ def versions(libs) -> str:
     dists = {"tiktoken": "tiktoken", "polytok": "polytok", "riptoken": "riptoken", "tokie": "tokie", "tokenizers": "tokenizers"}
     out = []
     for name in libs:
+        if name == "polytok":
+            out.append(_data.polytok_note())
+            continue
         try:
             out.append(f"{name} {metadata.version(dists[name])}")
         except metadata.PackageNotFoundError:
@@ -420,6 +424,9 @@ def main() -> None:
             load = results[phase, which]["load"]
             print(f"[encode] {phase} / {which}: {child.wall:.0f} s; 1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing", file=sys.stderr, flush=True)
 
+    builds = {r["polytok"] for r in results.values() if r.get("polytok")}
+    if len(builds) > 1:
+        print(f"WARNING: polytok was reinstalled during the run: {sorted(builds)}\n")
     for phase, title in (
         ("single", "Single thread, whole documents (encode one ~chunk at a time)"),
         ("batch", f"Batch on {BATCH_THREADS} threads, paragraphs"),

@@ -108,10 +108,26 @@ def run_child_mode(args) -> None:
     vocab = TRAINERS[args.child](path, args.vocab, out, args.sp_extremely_large)
     elapsed = time.perf_counter() - t0
     (out / f"{args.child}.vocab").write_text("\n".join(v.hex() for v in vocab))
-    _data.emit({"train_s": elapsed, "rss_before_mb": rss0, "vocab": len(vocab)})
+    note = _data.polytok_note() if args.child == "polytok" else None
+    _data.emit({"train_s": elapsed, "rss_before_mb": rss0, "vocab": len(vocab), "polytok": note})
 
 
 # -------------------------------------------------------------------- parent
+
+
+def versions(libs) -> str:
+    from importlib import metadata
+
+    out = []
+    for name in libs:
+        if name == "polytok":
+            out.append(_data.polytok_note())
+        else:
+            try:
+                out.append(f"{name} {metadata.version(name)}")
+            except metadata.PackageNotFoundError:
+                out.append(f"{name} (not installed)")
+    return ", ".join(out)
 
 
 def main() -> None:
@@ -145,7 +161,7 @@ def main() -> None:
     path = _data.en_prefix_file(args.mb)
     size = path.stat().st_size
     lines, longest = line_stats(path)
-    print(f"BPE training benchmark — {_data.machine_note()}")
+    print(f"BPE training benchmark — {_data.machine_note()}; {versions(libs)}")
     print(
         f"corpus: {path} ({size / _data.MB:.1f} MB, {lines:,} lines, longest {longest:,} bytes); vocab {args.vocab:,}; "
         f"gpt2 pattern / byte level; {args.runs} run(s) per library, interleaved, each in a fresh process; "
@@ -192,11 +208,16 @@ def main() -> None:
                     text = (out / f"{name}.vocab").read_text()
                     vocabs[name] = {bytes.fromhex(h) for h in text.split("\n") if h}
 
+    builds = {d["polytok"] for d in runs.get("polytok", [])}
+    if len(builds) > 1:
+        print(f"WARNING: polytok was reinstalled during the run: {sorted(builds)}\n")
+
     def med(name: str, key: str) -> float | None:
         return _data.median([d[key] for d in runs[name]]) if runs[name] else None
 
     rows = []
-    p_train, p_rss = med("polytok", "train_s") if "polytok" in runs else None, med("polytok", "rss_mb") if "polytok" in runs else None
+    p_trains = [d["train_s"] for d in runs.get("polytok", [])]  # round by round: ratios of the same round
+    p_rss = med("polytok", "rss_mb") if runs.get("polytok") else None
     for name in libs:
         if not runs[name]:
             rows.append([name, failed.get(name, "—"), None, None, None, None, None, None, None])
@@ -209,7 +230,7 @@ def main() -> None:
                 f"{wall:.2f}",
                 f"{rss:,.0f}",
                 f"{size / _data.MB / train:.2f}",
-                f"{train / p_train:.2f}×" if p_train and name != "polytok" else "—",
+                f"{_data.speedup([d['train_s'] for d in runs[name]], p_trains):.2f}×" if p_trains and name != "polytok" else "—",
                 f"{p_rss / rss:.2f}" if p_rss and name != "polytok" else "—",
                 runs[name][0]["vocab"],
                 f"{len(runs[name])}" + (f" ({failed[name]})" if name in failed else ""),

@@ -10,7 +10,11 @@ Cases (MB = 10^6 bytes):
   of 1 MB (tiktoken's BPE is quadratic in the piece length);
 * ``cjk``: Chinese text without whitespace: ``multi/zh.txt`` with all
   whitespace removed, cut to 1 MB (and 2 MB) at a character boundary;
-* ``spaces`` (only with ``--cases``): one run of spaces, one piece.
+* ``spaces`` (only with ``--cases``): one run of spaces, one piece;
+* ``letters`` (only with ``--cases``): pseudo-random lowercase letters
+  (fixed seed), one piece whose BPE makes many different merges.
+
+``--cases all`` runs every case.
 
 Each library runs in a child process with a time limit (``--timeout``);
 "> N s" means the limit was reached before one encode finished. polytok's
@@ -25,13 +29,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import random
 import re
+import string
 import sys
 import time
 
 import _data
 
-CASES = ("a", "cjk", "spaces")
+CASES = ("a", "cjk", "spaces", "letters")
 DEFAULT_CASES = ("a", "cjk")
 GOAL = 2.2
 
@@ -43,6 +49,8 @@ def case_text(case: str, size: int) -> str:
         return "a" * size
     if case == "spaces":
         return " " * size
+    if case == "letters":
+        return "".join(random.Random(0).choices(string.ascii_lowercase, k=size))
     if case == "cjk":
         zh = re.sub(r"\s+", "", _data.read_prefix(_data.data_dir() / "multi" / "zh.txt", None))
         data = zh.encode("utf-8")
@@ -68,6 +76,8 @@ def run_child_mode(args) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     texts = {size: case_text(args.case, size) for size in sizes}
     result = {"times": {str(s): [] for s in sizes}, "tokens": {}, "digest": {}, "bytes": {}}
+    if args.child == "polytok":
+        result["polytok"] = _data.polytok_note()
     for _ in range(args.runs):
         for size, text in texts.items():
             t0 = time.perf_counter()
@@ -108,7 +118,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, help="runs per input (default 5, quick 3)")
     ap.add_argument("--timeout", type=float, help="time limit per child process, s (default 120, quick 20)")
     ap.add_argument("--mb", type=float, help="the smaller size in MB; the larger is twice it (default 1, quick 0.25)")
-    ap.add_argument("--cases", default=",".join(DEFAULT_CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    ap.add_argument("--cases", default=",".join(DEFAULT_CASES), help=f"comma-separated subset of {','.join(CASES)}, or all (default {','.join(DEFAULT_CASES)})")
     ap.add_argument("--child", choices=("polytok", "tiktoken"), help=argparse.SUPPRESS)
     ap.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
     ap.add_argument("--sizes", help=argparse.SUPPRESS)
@@ -122,19 +132,24 @@ def main() -> None:
         return
 
     _data.data_dir()
-    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    cases = list(CASES) if args.cases == "all" else [c.strip() for c in args.cases.split(",") if c.strip()]
     for c in cases:
         if c not in CASES:
             ap.error(f"unknown case {c!r}")
     small = int(args.mb * _data.MB)
     sizes = [small, 2 * small]
-    print(f"cl100k worst cases — {_data.machine_note()}")
+    import tiktoken
+
+    print(f"cl100k worst cases — {_data.machine_note()}; {_data.polytok_note()}, tiktoken {tiktoken.__version__}")
     print(f"polytok: median of {args.runs} runs; tiktoken: as many of {args.runs} runs as fit in {args.timeout:g} s; one child process per library and case; {_data.load_note()}\n")
 
     rows, doubling = [], []
+    builds = set()
     for case in cases:
         print(f"[worst_case] {case}: polytok ...", file=sys.stderr, flush=True)
         p_data, p_res = child(args, "polytok", case, sizes, args.runs)
+        if p_data:
+            builds.add(p_data.get("polytok"))
         t_data = {}
         for size in sizes:
             print(f"[worst_case] {case} {size / _data.MB:g} MB: tiktoken ...", file=sys.stderr, flush=True)
@@ -177,6 +192,8 @@ def main() -> None:
             doubling.append([case, None, None, "—", "polytok did not finish"])
 
     print(f"at the end: {_data.load_note()}\n")
+    if len(builds) > 1:
+        print(f"WARNING: polytok was reinstalled during the run: {sorted(builds)}\n")
     small_s, big_s = f"{sizes[0] / _data.MB:g} MB", f"{sizes[1] / _data.MB:g} MB"
     _data.print_table(
         "Seconds per encode (median)",

@@ -1,8 +1,9 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
-//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS]`.
+//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines]` (`lines`:
+//! `encode_batch` over the lines instead of one call).
 use std::time::Instant;
 
-use polytok::bpe::BpeModel;
+use polytok::bpe::{AllowedSpecial, BpeModel};
 use polytok::pretokenize::Pattern;
 
 fn main() {
@@ -17,14 +18,20 @@ fn main() {
     let text = &text[..end];
     let runs: usize = args.get(4).map_or(3, |r| r.parse().unwrap());
     let model = BpeModel::from_tiktoken(&ranks, "ranks", Pattern::Cl100k, vec![]).unwrap();
+    let by_lines = args.get(5).is_some_and(|mode| mode == "lines");
+    let lines: Vec<&str> = text.lines().collect();
     for _ in 0..runs {
         let start = Instant::now();
-        let ids = model.encode_ordinary(text).unwrap();
+        let n_ids: usize = if by_lines {
+            let batch = model.encode_batch(&lines, &AllowedSpecial::None).unwrap();
+            batch.iter().map(Vec::len).sum()
+        } else {
+            model.encode_ordinary(text).unwrap().len()
+        };
         let seconds = start.elapsed().as_secs_f64();
         println!(
-            "{:.1} MB/s ({} ids)",
-            text.len() as f64 / 1e6 / seconds,
-            ids.len()
+            "{:.1} MB/s ({n_ids} ids)",
+            text.len() as f64 / 1e6 / seconds
         );
     }
 }

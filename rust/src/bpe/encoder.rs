@@ -7,9 +7,10 @@
 //! same result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
-//! - long pieces: a binary heap of candidate pairs over a linked list of
-//!   parts, O(n log n), so that megabytes without a space (one huge piece)
-//!   still encode in a fraction of a second.
+//! - longer pieces: the backtracking encoder of `backtrack.rs`, O(n), so
+//!   that megabytes without a space (one huge piece) encode in linear time.
+//!   (`merge_below`, a heap over the candidate pairs, is the reference it is
+//!   tested against and computes the merge trees it needs.)
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -46,6 +47,8 @@ pub(crate) struct MergeBuffers {
     prev: Vec<u32>,
     /// `(rank << 32) | position`.
     heap: BinaryHeap<Reverse<u64>>,
+    /// Dead-end positions of the backtracking encoder.
+    dead: Vec<bool>,
 }
 
 /// Pieces merged earlier, with their ids. Keys and ids live in two flat
@@ -187,7 +190,8 @@ impl BpeModel {
         if piece.len() <= SHORT_PIECE {
             self.merge_short(piece, out);
         } else {
-            self.merge_long(piece, out, &mut state.buffers);
+            self.backtracker()
+                .encode(self, piece, out, &mut state.buffers.dead);
         }
         if cacheable {
             state.cache.insert(piece, hash, &out[start..]);
@@ -200,7 +204,7 @@ impl BpeModel {
     }
 
     #[inline(always)]
-    fn pair_rank(&self, left: u32, right: u32) -> u32 {
+    pub(super) fn pair_rank(&self, left: u32, right: u32) -> u32 {
         self.pairs
             .get(&pair_key(left, right))
             .copied()
@@ -248,14 +252,21 @@ impl BpeModel {
         out.extend_from_slice(&parts[..n]);
     }
 
-    /// The same merges for a longer piece, in O(n log n): parts form a
+    /// The parts BPE makes of `piece` using only the tokens with ids below
+    /// `limit` (all tokens: `NO_RANK`), in O(n log n): parts form a
     /// linked list over byte positions; a min-heap holds candidate pairs as
     /// `(rank, position)`, so ties go to the leftmost pair as in the scan.
     /// An entry is still valid when a part starts at its position and that
     /// part and the next one span exactly the bytes of its token (the pair's
     /// rank is the rank of its concatenated bytes, whatever the split); stale
     /// entries are dropped when they surface.
-    pub(super) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>, buffers: &mut MergeBuffers) {
+    pub(super) fn merge_below(
+        &self,
+        piece: &[u8],
+        limit: u32,
+        out: &mut Vec<u32>,
+        buffers: &mut MergeBuffers,
+    ) {
         const END: u32 = u32::MAX;
         let n = piece.len();
         let MergeBuffers {
@@ -263,6 +274,7 @@ impl BpeModel {
             next,
             prev,
             heap,
+            ..
         } = buffers;
         parts.clear();
         parts.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
@@ -272,7 +284,7 @@ impl BpeModel {
         heap.clear();
         for i in 0..n - 1 {
             let rank = self.byte_pair_rank(piece[i], piece[i + 1]);
-            if rank != NO_RANK {
+            if rank < limit {
                 heap.push(Reverse(((rank as u64) << 32) | i as u64));
             }
         }
@@ -299,14 +311,14 @@ impl BpeModel {
             if after != END {
                 prev[after as usize] = at as u32;
                 let r = self.pair_rank(rank, parts[after as usize]);
-                if r != NO_RANK {
+                if r < limit {
                     heap.push(Reverse(((r as u64) << 32) | at as u64));
                 }
             }
             let before = prev[at];
             if before != END {
                 let r = self.pair_rank(parts[before as usize], rank);
-                if r != NO_RANK {
+                if r < limit {
                     heap.push(Reverse(((r as u64) << 32) | before as u64));
                 }
             }

@@ -6,9 +6,12 @@
 //! id (rank) is merged, the leftmost on ties. A trained model records which
 //! pair made each token (its merges), for formats that need them.
 
+mod backtrack;
 mod encoder;
 pub mod files;
 mod trainer;
+
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use rustc_hash::FxHashMap;
@@ -43,6 +46,8 @@ pub struct BpeModel {
     special_matcher: Option<AhoCorasick>,
     /// The pair that made each merged token, when the model was trained here.
     merges: Option<Vec<(u32, u32)>>,
+    /// The encoder of long pieces, built on first use (loading stays fast).
+    backtracker: OnceLock<backtrack::Backtracker>,
 }
 
 #[inline(always)]
@@ -89,7 +94,13 @@ impl BpeModel {
             special,
             special_matcher,
             merges,
+            backtracker: OnceLock::new(),
         })
+    }
+
+    fn backtracker(&self) -> &backtrack::Backtracker {
+        self.backtracker
+            .get_or_init(|| backtrack::Backtracker::new(self))
     }
 
     pub fn vocab(&self) -> &Vocab {

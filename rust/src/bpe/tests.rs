@@ -117,8 +117,13 @@ fn long_pieces_merge_as_short_ones() {
         let piece: Vec<u8> = "abracadabraaaaab".bytes().cycle().take(len).collect();
         let expected = naive_merge(&model, &piece);
         let mut long = Vec::new();
-        model.merge_long(&piece, &mut long, &mut Default::default());
+        model.merge_below(&piece, encoder::NO_RANK, &mut long, &mut Default::default());
         assert_eq!(long, expected, "length {len}");
+        let mut backtracked = Vec::new();
+        model
+            .backtracker()
+            .encode(&model, &piece, &mut backtracked, &mut Vec::new());
+        assert_eq!(backtracked, expected, "length {len}");
         if len <= encoder::SHORT_PIECE {
             let mut short = Vec::new();
             model.merge_short(&piece, &mut short);

@@ -137,6 +137,18 @@ impl<'t> Text<'t> {
         pos
     }
 
+    /// The end of the run of `[^\s\p{L}\p{N}]` characters from `pos`.
+    #[inline(always)]
+    fn other_run(&self, mut pos: usize) -> usize {
+        while let Some((_, class, len)) = self.at(pos) {
+            if !is_other(class) {
+                break;
+            }
+            pos += len;
+        }
+        pos
+    }
+
     /// Like `run`, but at most `max` characters.
     #[inline(always)]
     fn run_at_most(&self, mut pos: usize, bits: u8, max: usize) -> usize {
@@ -295,14 +307,7 @@ fn gpt2_piece(t: &Text, pos: usize) -> usize {
         return t.run(body, NUMBER);
     }
     if is_other(body_class) {
-        let mut end = body;
-        while let Some((_, class, len)) = t.at(end) {
-            if !is_other(class) {
-                break;
-            }
-            end += len;
-        }
-        return end;
+        return t.other_run(body);
     }
     debug_assert!(class & SPACE != 0 && len > 0);
     t.space_piece(pos, Preset::Gpt2)
@@ -335,13 +340,7 @@ fn cl100k_piece(t: &Text, pos: usize) -> usize {
     } else {
         return t.space_piece(pos, Preset::Cl100k);
     };
-    let mut end = other_start;
-    while let Some((_, class, len)) = t.at(end) {
-        if !is_other(class) {
-            break;
-        }
-        end += len;
-    }
+    let end = t.other_run(other_start);
     t.run(end, NEWLINE)
 }
 
@@ -413,13 +412,7 @@ fn o200k_piece(t: &Text, pos: usize) -> usize {
     } else {
         return t.space_piece(pos, Preset::O200k);
     };
-    let mut end = other_start;
-    while let Some((_, class, len)) = t.at(end) {
-        if !is_other(class) {
-            break;
-        }
-        end += len;
-    }
+    let mut end = t.other_run(other_start);
     while let Some((c, _, len)) = t.at(end) {
         if !matches!(c, '\r' | '\n' | '/') {
             break;

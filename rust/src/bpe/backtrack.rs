@@ -1,0 +1,172 @@
+//! Linear-time BPE for long pieces, by backtracking (the idea of the `bpe`
+//! crate of github/rust-gems).
+//!
+//! Instead of simulating the merges, build the output left to right: at each
+//! position take the longest token that starts there, and keep it if BPE
+//! would leave it next to the previous token (`is_valid_pair`); otherwise try
+//! the next shorter token that starts there, and when none fits, take the
+//! previous token back and try a shorter one in its place. A position from
+//! which no valid continuation exists is remembered as a dead end, so each
+//! position is given up at most once: O(n) token steps, each a walk down two
+//! merge trees, and memory accessed in text order (the heap merge jumps
+//! around in memory and slows down on megabyte pieces).
+//!
+//! Only tokens that BPE produces from their own bytes can appear in an
+//! output ("proper" tokens); the others are left out of the search.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
+
+use super::encoder::NO_RANK;
+use super::BpeModel;
+
+pub(super) struct Backtracker {
+    /// Finds the longest proper token at the start of a text.
+    longest: AhoCorasick,
+    /// Pattern index of `longest` -> token id.
+    pattern_token: Vec<u32>,
+    /// Per token: the longest proper token that is a strict prefix of it.
+    next_prefix: Vec<u32>,
+    /// Per token: the pair BPE last merged to make it; `(t, t)` for bytes.
+    split: Vec<(u32, u32)>,
+}
+
+impl Backtracker {
+    pub(super) fn new(model: &BpeModel) -> Self {
+        let vocab = &model.vocab;
+        let n = vocab.len();
+        let mut split = Vec::with_capacity(n);
+        let mut proper = vec![false; n];
+        let mut parts = Vec::new();
+        let mut buffers = Default::default();
+        for id in 0..n as u32 {
+            let bytes = vocab.bytes(id);
+            if bytes.len() == 1 {
+                split.push((id, id));
+                proper[id as usize] = true;
+                continue;
+            }
+            parts.clear();
+            model.merge_below(bytes, id, &mut parts, &mut buffers);
+            match parts[..] {
+                [left, right] if model.pair_rank(left, right) == id => {
+                    split.push((left, right));
+                    proper[id as usize] = true;
+                }
+                _ => split.push((id, id)),
+            }
+        }
+        let next_prefix = (0..n as u32)
+            .map(|id| {
+                let bytes = vocab.bytes(id);
+                (1..bytes.len())
+                    .rev()
+                    .filter_map(|len| vocab.id(&bytes[..len]))
+                    .find(|&prefix| proper[prefix as usize])
+                    .unwrap_or(NO_RANK)
+            })
+            .collect();
+        let pattern_token: Vec<u32> = (0..n as u32).filter(|&id| proper[id as usize]).collect();
+        let longest = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Anchored)
+            .build(pattern_token.iter().map(|&id| vocab.bytes(id)))
+            .expect("the token automaton builds");
+        Backtracker {
+            longest,
+            pattern_token,
+            next_prefix,
+            split,
+        }
+    }
+
+    /// The longest proper token at the start of `text` (there is always one:
+    /// every single byte is a proper token).
+    #[inline]
+    fn longest_token(&self, text: &[u8]) -> u32 {
+        let input = Input::new(text).anchored(Anchored::Yes);
+        let found = self.longest.find(input).expect("every byte is a token");
+        self.pattern_token[found.pattern().as_usize()]
+    }
+
+    /// Whether BPE, run on the bytes of `left` followed by those of `right`,
+    /// ends with exactly these two tokens. Walking the merges back in time
+    /// along the boundary (the right edge of `left`'s merge tree, the left
+    /// edge of `right`'s), no pair of boundary parts may have a merge that
+    /// BPE would have made before the boundary part changed: a lower rank,
+    /// or an equal rank when the competing merge lies to the right (BPE
+    /// merges the leftmost of equal ranks first).
+    fn is_valid_pair(&self, model: &BpeModel, mut left: u32, mut right: u32) -> bool {
+        let mut limit = u32::MAX;
+        loop {
+            let merged = model.pair_rank(left, right);
+            if merged != NO_RANK && merged < limit {
+                return false;
+            }
+            // Undo the later of the two merges that made the boundary parts.
+            if left > right {
+                limit = left;
+                left = self.split[left as usize].1;
+                if left == limit {
+                    limit = right + 1;
+                    right = self.split[right as usize].0;
+                    if right + 1 == limit {
+                        return true;
+                    }
+                }
+            } else {
+                limit = right + 1;
+                right = self.split[right as usize].0;
+                if right + 1 == limit {
+                    limit = left;
+                    left = self.split[left as usize].1;
+                    if left == limit {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The BPE tokens of `piece`, appended to `out`; `dead` is scratch.
+    pub(super) fn encode(
+        &self,
+        model: &BpeModel,
+        piece: &[u8],
+        out: &mut Vec<u32>,
+        dead: &mut Vec<bool>,
+    ) {
+        let start = out.len();
+        dead.clear();
+        dead.resize(piece.len() + 1, false);
+        let mut pos = 0;
+        let mut next = self.longest_token(piece);
+        while pos < piece.len() {
+            let last = (out.len() > start).then(|| out[out.len() - 1]);
+            let mut token = next;
+            loop {
+                let end = pos + model.vocab.token_len(token);
+                if !dead[end] && last.is_none_or(|last| self.is_valid_pair(model, last, token)) {
+                    out.push(token);
+                    pos = end;
+                    if pos < piece.len() {
+                        next = self.longest_token(&piece[pos..]);
+                    }
+                    break;
+                }
+                let shorter = self.next_prefix[token as usize];
+                if shorter != NO_RANK {
+                    token = shorter;
+                    continue;
+                }
+                // No token fits here: give the previous one back.
+                let last = last.expect("the first token always fits (BPE has an answer)");
+                dead[pos] = true;
+                out.pop();
+                pos -= model.vocab.token_len(last);
+                next = last;
+                break;
+            }
+        }
+    }
+}
