@@ -12,6 +12,7 @@
 //!   (`merge_below`, a heap over the candidate pairs, is the reference it is
 //!   tested against and computes the merge trees it needs.)
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -30,12 +31,20 @@ const CACHED_PIECE: usize = 256;
 
 pub(super) const NO_RANK: u32 = u32::MAX;
 
-/// What an encoding call (or a batch worker) keeps between pieces: the
-/// cache of merged pieces and the buffers of the heap merge.
+/// What a thread keeps between pieces and between calls: the cache of
+/// merged pieces and the merge buffers, for one model at a time. Keeping it
+/// across calls spares the page faults of fresh buffers on every call and
+/// lets the cache serve many short texts.
 #[derive(Default)]
 pub(crate) struct EncodeState {
+    /// `BpeModel::instance` of the model the cache belongs to.
+    model: u64,
     cache: PieceCache,
     buffers: MergeBuffers,
+}
+
+thread_local! {
+    static STATE: RefCell<EncodeState> = RefCell::new(EncodeState::default());
 }
 
 /// Reused by `merge_long`, so that it allocates nothing per piece.
@@ -84,11 +93,15 @@ impl PieceCache {
             .map(|e| &self.ids[e.ids_start as usize..(e.ids_start + e.ids_len) as usize])
     }
 
+    fn clear(&mut self) {
+        self.table.clear();
+        self.keys.clear();
+        self.ids.clear();
+    }
+
     fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
         if self.keys.len() + piece.len() > CACHE_KEY_BYTES {
-            self.table.clear();
-            self.keys.clear();
-            self.ids.clear();
+            self.clear();
         }
         let entry = CacheEntry {
             hash,
@@ -112,11 +125,23 @@ impl BpeModel {
     /// Encodes `text`, recognizing the allowed special tokens.
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
         let matcher = self.allowed_matcher(allowed)?;
-        self.encode_with(text, matcher.as_deref(), &mut EncodeState::default())
+        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state))
     }
 
-    /// Encodes many texts on all cores. Each worker takes a run of texts
-    /// and encodes it with one state, so that its cache warms up.
+    /// Runs `f` with this thread's encoding state, reset if it belonged to
+    /// another model.
+    fn with_state<R>(&self, f: impl FnOnce(&mut EncodeState) -> R) -> R {
+        STATE.with(|cell| {
+            let mut state = cell.borrow_mut();
+            if state.model != self.instance {
+                state.model = self.instance;
+                state.cache.clear();
+            }
+            f(&mut state)
+        })
+    }
+
+    /// Encodes many texts on all cores, each worker a run of texts.
     pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
         let matcher = self.allowed_matcher(allowed)?;
         let runs = 4 * rayon::current_num_threads();
@@ -124,10 +149,11 @@ impl BpeModel {
         let encoded: Vec<Vec<Vec<u32>>> = texts
             .par_chunks(run_len)
             .map(|run| {
-                let mut state = EncodeState::default();
-                run.iter()
-                    .map(|text| self.encode_with(text, matcher.as_deref(), &mut state))
-                    .collect::<Result<Vec<_>>>()
+                self.with_state(|state| {
+                    run.iter()
+                        .map(|text| self.encode_with(text, matcher.as_deref(), state))
+                        .collect::<Result<Vec<_>>>()
+                })
             })
             .collect::<Result<_>>()?;
         Ok(encoded.into_iter().flatten().collect())

@@ -48,7 +48,12 @@ pub struct BpeModel {
     merges: Option<Vec<(u32, u32)>>,
     /// The encoder of long pieces, built on first use (loading stays fast).
     backtracker: OnceLock<backtrack::Backtracker>,
+    /// Unique per model object: tells the per-thread encoding caches apart.
+    instance: u64,
 }
+
+/// Source of `BpeModel::instance`.
+static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 #[inline(always)]
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -95,6 +100,7 @@ impl BpeModel {
             special_matcher,
             merges,
             backtracker: OnceLock::new(),
+            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
