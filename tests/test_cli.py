@@ -116,3 +116,27 @@ def test_ctrl_c_stops_training_promptly(tmp_path):
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr
     assert not out.exists()
+
+
+def test_progress_bars_on_a_terminal_only(tmp_path):
+    pty = pytest.importorskip("pty")
+    out = tmp_path / "t.json"
+    command = [sys.executable, "-m", "polytok", "train", "--vocab-size", "3000", str(CORPORA), "-o", str(out)]
+    chunks = []
+
+    def read(fd):
+        data = os.read(fd, 65536)
+        chunks.append(data)
+        return data
+
+    env = dict(os.environ, COLUMNS="100")
+    old = os.environ.copy()
+    os.environ.update(env)
+    try:
+        status = pty.spawn(command, read)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, screen
+    assert "counting" in screen and "merging" in screen and "2744/2744" in screen

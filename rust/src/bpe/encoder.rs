@@ -60,6 +60,20 @@ pub(crate) struct MergeBuffers {
     dead: Vec<bool>,
 }
 
+impl MergeBuffers {
+    /// Frees buffers grown for a huge piece, so that a thread does not keep
+    /// megabytes after the call that needed them.
+    fn release_if_large(&mut self) {
+        const LARGE: usize = 1 << 20;
+        if self.dead.capacity() > LARGE {
+            self.dead = Vec::new();
+        }
+        if self.parts.capacity() > LARGE {
+            *self = MergeBuffers::default();
+        }
+    }
+}
+
 /// Pieces merged earlier, with their ids. Keys and ids live in two flat
 /// arenas, so a new entry costs no allocation of its own.
 #[derive(Default)]
@@ -137,7 +151,9 @@ impl BpeModel {
                 state.model = self.instance;
                 state.cache.clear();
             }
-            f(&mut state)
+            let result = f(&mut state);
+            state.buffers.release_if_large();
+            result
         })
     }
 
