@@ -37,6 +37,17 @@ def test_batch_equals_single(small, sample_corpus):
     assert small.encode_batch([]) == []
 
 
+def test_cache_never_changes_results(small, sample_corpus):
+    # Two models on the same threads must not see each other's cached pieces.
+    other = polytok.BPETokenizer.train_from_iterator(sample_corpus[::3], vocab_size=700)
+    for _ in range(2):
+        expected_small = small.encode_batch(sample_corpus)
+        expected_other = other.encode_batch(sample_corpus)
+        small.clear_cache()
+        assert [small.encode(line) for line in sample_corpus] == expected_small
+        assert other.encode_batch(sample_corpus) == expected_other
+
+
 def test_token_strings(small):
     ids = small.encode("Hello 日本")
     assert "".join(small.tokens("Hello 日本")).replace("<0x", "").startswith("Hello")

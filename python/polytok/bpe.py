@@ -181,6 +181,12 @@ class BPETokenizer:
         """Token ids of many texts, encoded on all cores."""
         return self._core.encode_batch(list(texts), _allowed(allowed_special))
 
+    def clear_cache(self) -> None:
+        """Forget the merged pieces that encoding caches (per thread, up to a
+        few megabytes each): to free that memory, or to time encoding from a
+        cold start. Results never depend on the cache."""
+        self._core.clear_cache()
+
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of a sequence of ids."""
         return self._core.decode_bytes(list(ids))

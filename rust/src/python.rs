@@ -316,6 +316,10 @@ impl Bpe {
         Bpe::new(py, model)
     }
 
+    fn clear_cache(&self) {
+        self.model.clear_cache();
+    }
+
     fn to_tiktoken(&self) -> String {
         self.model.to_tiktoken()
     }

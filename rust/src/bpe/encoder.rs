@@ -145,10 +145,11 @@ impl BpeModel {
     /// Runs `f` with this thread's encoding state, reset if it belonged to
     /// another model.
     fn with_state<R>(&self, f: impl FnOnce(&mut EncodeState) -> R) -> R {
+        let instance = self.instance.load(std::sync::atomic::Ordering::Relaxed);
         STATE.with(|cell| {
             let mut state = cell.borrow_mut();
-            if state.model != self.instance {
-                state.model = self.instance;
+            if state.model != instance {
+                state.model = instance;
                 state.cache.clear();
             }
             let result = f(&mut state);

@@ -11,6 +11,7 @@ mod encoder;
 pub mod files;
 mod trainer;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -49,11 +50,16 @@ pub struct BpeModel {
     /// The encoder of long pieces, built on first use (loading stays fast).
     backtracker: OnceLock<backtrack::Backtracker>,
     /// Unique per model object: tells the per-thread encoding caches apart.
-    instance: u64,
+    /// Replaced by `clear_cache`, which makes every thread's cache stale.
+    instance: AtomicU64,
 }
 
 /// Source of `BpeModel::instance`.
-static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static INSTANCES: AtomicU64 = AtomicU64::new(1);
+
+fn new_instance() -> u64 {
+    INSTANCES.fetch_add(1, Ordering::Relaxed)
+}
 
 #[inline(always)]
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -100,13 +106,19 @@ impl BpeModel {
             special_matcher,
             merges,
             backtracker: OnceLock::new(),
-            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            instance: AtomicU64::new(new_instance()),
         })
     }
 
     fn backtracker(&self) -> &backtrack::Backtracker {
         self.backtracker
             .get_or_init(|| backtrack::Backtracker::new(self))
+    }
+
+    /// Forgets the pieces cached by encoding (on every thread), e.g. to
+    /// time encoding from a cold start or to free memory.
+    pub fn clear_cache(&self) {
+        self.instance.store(new_instance(), Ordering::Relaxed);
     }
 
     pub fn vocab(&self) -> &Vocab {
