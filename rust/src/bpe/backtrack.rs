@@ -128,13 +128,15 @@ impl Backtracker {
         }
     }
 
-    /// The BPE tokens of `piece`, appended to `out`; `dead` is scratch.
+    /// The BPE tokens of `piece`, appended to `out`; `dead` is scratch,
+    /// `memo` remembers pair verdicts (of this model) across calls.
     pub(super) fn encode(
         &self,
         model: &BpeModel,
         piece: &[u8],
         out: &mut Vec<u32>,
         dead: &mut Vec<bool>,
+        memo: &mut PairMemo,
     ) {
         let start = out.len();
         dead.clear();
@@ -146,7 +148,9 @@ impl Backtracker {
             let mut token = next;
             loop {
                 let end = pos + model.vocab.token_len(token);
-                if !dead[end] && last.is_none_or(|last| self.is_valid_pair(model, last, token)) {
+                if !dead[end]
+                    && last.is_none_or(|last| memo.is_valid_pair(self, model, last, token))
+                {
                     out.push(token);
                     pos = end;
                     if pos < piece.len() {
@@ -168,5 +172,50 @@ impl Backtracker {
                 break;
             }
         }
+    }
+}
+
+/// Verdicts of `is_valid_pair`, remembered in a direct-mapped table: text
+/// repeats its adjacent token pairs (CJK text above all), and a verdict costs
+/// several lookups in the large pair table. Ids are below 2^31 (checked when
+/// a model is made), so a slot holds `left << 33 | right << 1 | verdict`.
+pub(crate) struct PairMemo {
+    slots: Vec<u64>,
+}
+
+const MEMO_BITS: u32 = 16;
+const EMPTY: u64 = u64::MAX;
+
+impl Default for PairMemo {
+    fn default() -> Self {
+        PairMemo {
+            slots: vec![EMPTY; 1 << MEMO_BITS],
+        }
+    }
+}
+
+impl PairMemo {
+    /// Forgets every verdict (another model's would be wrong).
+    pub(crate) fn clear(&mut self) {
+        self.slots.fill(EMPTY);
+    }
+
+    #[inline]
+    fn is_valid_pair(
+        &mut self,
+        backtracker: &Backtracker,
+        model: &BpeModel,
+        left: u32,
+        right: u32,
+    ) -> bool {
+        let key = ((left as u64) << 33) | ((right as u64) << 1);
+        let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_BITS)) as usize;
+        let entry = self.slots[slot];
+        if entry & !1 == key {
+            return entry & 1 == 1;
+        }
+        let valid = backtracker.is_valid_pair(model, left, right);
+        self.slots[slot] = key | valid as u64;
+        valid
     }
 }

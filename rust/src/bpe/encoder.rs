@@ -20,6 +20,7 @@ use aho_corasick::AhoCorasick;
 use hashbrown::HashTable;
 use rayon::prelude::*;
 
+use super::backtrack::PairMemo;
 use super::{pair_key, AllowedSpecial, BpeModel};
 use crate::error::Result;
 use crate::vocab::hash_bytes;
@@ -58,6 +59,8 @@ pub(crate) struct MergeBuffers {
     heap: BinaryHeap<Reverse<u64>>,
     /// Dead-end positions of the backtracking encoder.
     dead: Vec<bool>,
+    /// Its memo of pair verdicts.
+    memo: PairMemo,
 }
 
 impl MergeBuffers {
@@ -69,7 +72,10 @@ impl MergeBuffers {
             self.dead = Vec::new();
         }
         if self.parts.capacity() > LARGE {
-            *self = MergeBuffers::default();
+            self.parts = Vec::new();
+            self.next = Vec::new();
+            self.prev = Vec::new();
+            self.heap = BinaryHeap::new();
         }
     }
 }
@@ -151,6 +157,7 @@ impl BpeModel {
             if state.model != instance {
                 state.model = instance;
                 state.cache.clear();
+                state.buffers.memo.clear();
             }
             let result = f(&mut state);
             state.buffers.release_if_large();
@@ -233,8 +240,8 @@ impl BpeModel {
         if piece.len() <= SHORT_PIECE {
             self.merge_short(piece, out);
         } else {
-            self.backtracker()
-                .encode(self, piece, out, &mut state.buffers.dead);
+            let MergeBuffers { dead, memo, .. } = &mut state.buffers;
+            self.backtracker().encode(self, piece, out, dead, memo);
         }
         if cacheable {
             state.cache.insert(piece, hash, &out[start..]);

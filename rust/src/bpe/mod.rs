@@ -75,6 +75,9 @@ impl BpeModel {
         special: Vec<(String, u32)>,
         merges: Option<Vec<(u32, u32)>>,
     ) -> Result<Self> {
+        if tokens.len() >= 1 << 31 {
+            return Err(Error::invalid("a vocabulary holds fewer than 2^31 tokens"));
+        }
         let vocab = Vocab::new(tokens)?;
         let mut byte_ids = [0u32; 256];
         for b in 0..=255u8 {

@@ -120,9 +120,13 @@ fn long_pieces_merge_as_short_ones() {
         model.merge_below(&piece, encoder::NO_RANK, &mut long, &mut Default::default());
         assert_eq!(long, expected, "length {len}");
         let mut backtracked = Vec::new();
-        model
-            .backtracker()
-            .encode(&model, &piece, &mut backtracked, &mut Vec::new());
+        model.backtracker().encode(
+            &model,
+            &piece,
+            &mut backtracked,
+            &mut Vec::new(),
+            &mut Default::default(),
+        );
         assert_eq!(backtracked, expected, "length {len}");
         if len <= encoder::SHORT_PIECE {
             let mut short = Vec::new();
