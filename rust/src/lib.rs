@@ -6,7 +6,7 @@
 //!   parallel;
 //! - [`bpe`]: the model, its trainer and its encoder;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
-//!   names.
+//!   names; [`trie`]: longest-prefix matching over tokens.
 //!
 //! The Python bindings live in one place, `python.rs`, behind the `python`
 //! feature; everything else is plain Rust and tested with `cargo test`.
@@ -18,6 +18,7 @@ pub mod counting;
 pub mod error;
 pub mod pretokenize;
 pub mod progress;
+pub mod trie;
 pub mod vocab;
 
 #[cfg(feature = "python")]

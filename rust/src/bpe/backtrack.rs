@@ -14,16 +14,13 @@
 //! Only tokens that BPE produces from their own bytes can appear in an
 //! output ("proper" tokens); the others are left out of the search.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind, StartKind};
-
 use super::encoder::NO_RANK;
 use super::BpeModel;
+use crate::trie::Trie;
 
 pub(super) struct Backtracker {
     /// Finds the longest proper token at the start of a text.
-    longest: AhoCorasick,
-    /// Pattern index of `longest` -> token id.
-    pattern_token: Vec<u32>,
+    longest: Trie,
     /// Per token: the longest proper token that is a strict prefix of it.
     next_prefix: Vec<u32>,
     /// Per token: the pair BPE last merged to make it; `(t, t)` for bytes.
@@ -65,16 +62,13 @@ impl Backtracker {
                     .unwrap_or(NO_RANK)
             })
             .collect();
-        let pattern_token: Vec<u32> = (0..n as u32).filter(|&id| proper[id as usize]).collect();
-        let longest = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .match_kind(MatchKind::LeftmostLongest)
-            .start_kind(StartKind::Anchored)
-            .build(pattern_token.iter().map(|&id| vocab.bytes(id)))
-            .expect("the token automaton builds");
+        let longest = Trie::new(
+            (0..n as u32)
+                .filter(|&id| proper[id as usize])
+                .map(|id| (vocab.bytes(id), id)),
+        );
         Backtracker {
             longest,
-            pattern_token,
             next_prefix,
             split,
         }
@@ -84,9 +78,10 @@ impl Backtracker {
     /// every single byte is a proper token).
     #[inline]
     fn longest_token(&self, text: &[u8]) -> u32 {
-        let input = Input::new(text).anchored(Anchored::Yes);
-        let found = self.longest.find(input).expect("every byte is a token");
-        self.pattern_token[found.pattern().as_usize()]
+        self.longest
+            .longest_prefix(text)
+            .expect("every byte is a token")
+            .0
     }
 
     /// Whether BPE, run on the bytes of `left` followed by those of `right`,

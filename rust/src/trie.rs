@@ -1,0 +1,114 @@
+//! A byte trie for longest-prefix matching: which key is the longest prefix
+//! of a text. BPE's backtracking encoder asks this once per token; a
+//! general multi-pattern matcher (Aho-Corasick) would build failure links
+//! that an anchored search never uses and costs more per query.
+//!
+//! Layout: the root's children in a dense 256-entry table (every query
+//! starts there), every other node's children as a sorted run of edges in
+//! one flat array (most nodes have one or two). A query costs one step per
+//! matched byte. Building is O(total key length).
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Node {
+    /// The node's children are `edges[first_edge..first_edge + n_edges]`.
+    first_edge: u32,
+    n_edges: u32,
+    /// The value of the key that ends here, or `NONE`.
+    value: u32,
+}
+
+pub struct Trie {
+    root: [u32; 256],
+    nodes: Vec<Node>,
+    /// `(byte, child node)`, sorted by byte within each node.
+    edges: Vec<(u8, u32)>,
+}
+
+impl Trie {
+    /// A trie of `(key, value)` pairs; keys are non-empty and distinct.
+    pub fn new<'k>(keys: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
+        // Build with growable child lists, then flatten them.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut values: Vec<u32> = vec![NONE];
+        for (key, value) in keys {
+            let mut node = 0usize;
+            for &byte in key {
+                node = match children[node].iter().find(|&&(b, _)| b == byte) {
+                    Some(&(_, child)) => child as usize,
+                    None => {
+                        let child = children.len() as u32;
+                        children[node].push((byte, child));
+                        children.push(Vec::new());
+                        values.push(NONE);
+                        child as usize
+                    }
+                };
+            }
+            values[node] = value;
+        }
+        let mut root = [NONE; 256];
+        for &(byte, child) in &children[0] {
+            root[byte as usize] = child;
+        }
+        let mut nodes = Vec::with_capacity(children.len());
+        let mut edges = Vec::with_capacity(children.len());
+        for (list, value) in children.iter_mut().zip(values) {
+            list.sort_unstable_by_key(|&(byte, _)| byte);
+            nodes.push(Node {
+                first_edge: edges.len() as u32,
+                n_edges: list.len() as u32,
+                value,
+            });
+            edges.extend_from_slice(list);
+        }
+        Trie { root, nodes, edges }
+    }
+
+    /// The value of the longest key that is a prefix of `text`, with the
+    /// key's length.
+    #[inline]
+    pub fn longest_prefix(&self, text: &[u8]) -> Option<(u32, usize)> {
+        let mut best = None;
+        let mut node = *self.root.get(*text.first()? as usize)?;
+        let mut len = 1;
+        while node != NONE {
+            let Node {
+                first_edge,
+                n_edges,
+                value,
+            } = self.nodes[node as usize];
+            if value != NONE {
+                best = Some((value, len));
+            }
+            let Some(&byte) = text.get(len) else { break };
+            let edges = &self.edges[first_edge as usize..(first_edge + n_edges) as usize];
+            node = match edges.iter().find(|&&(b, _)| b >= byte) {
+                Some(&(b, child)) if b == byte => child,
+                _ => NONE,
+            };
+            len += 1;
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefixes() {
+        let keys: [&[u8]; 5] = [b"a", b"ab", b"abcd", b"b", b"\xff\x00"];
+        let trie = Trie::new(keys.iter().enumerate().map(|(i, k)| (*k, i as u32)));
+        assert_eq!(trie.longest_prefix(b"abcde"), Some((2, 4)));
+        assert_eq!(trie.longest_prefix(b"abc"), Some((1, 2)));
+        assert_eq!(trie.longest_prefix(b"a"), Some((0, 1)));
+        assert_eq!(trie.longest_prefix(b"ba"), Some((3, 1)));
+        assert_eq!(trie.longest_prefix(b"\xff\x00\x01"), Some((4, 2)));
+        assert_eq!(trie.longest_prefix(b"\xff"), None);
+        assert_eq!(trie.longest_prefix(b"c"), None);
+        assert_eq!(trie.longest_prefix(b""), None);
+    }
+}
