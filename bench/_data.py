@@ -67,6 +67,8 @@ def data_dir() -> Path:
         skip(f"{SHARED_DIR} is absent (the benchmark corpus lives in ../shared/ beside the project root)")
     if not ARCHIVE.is_file():
         skip(f"{ARCHIVE} is absent")
+    if CACHE_DIR.resolve().is_relative_to(PROJECT_ROOT):
+        raise SystemExit(f"POLYTOK_BENCH_DATA={CACHE_DIR} is inside the project: the corpus must stay outside it")
     st = ARCHIVE.stat()
     stamp_text = f"{st.st_size} {int(st.st_mtime)}\n"
     target = CACHE_DIR / "bench"
@@ -78,7 +80,10 @@ def data_dir() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=CACHE_DIR))
     try:
         with tarfile.open(ARCHIVE) as tar:
-            tar.extractall(tmp, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+                tar.extractall(tmp, filter="data")
+            else:
+                tar.extractall(tmp)
         _verify(tmp / "bench")
         if target.exists():
             shutil.rmtree(target)

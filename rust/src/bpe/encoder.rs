@@ -1,10 +1,10 @@
 //! Encoding: pre-tokenize, then merge each piece's bytes.
 //!
 //! Most pieces are whole tokens and cost one hash lookup. The others are
-//! remembered once merged, for the rest of the call (or, in a batch, by each
-//! worker): text repeats its words, and merging costs far more than a lookup.
-//! Merging follows the lowest-rank-first rule in one of two ways, with the
-//! same result:
+//! remembered once merged, by each thread, for one model at a time (see
+//! `EncodeState`): text repeats its words, and merging costs far more than a
+//! lookup. Merging follows the lowest-rank-first rule in one of two ways,
+//! with the same result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
 //! - longer pieces: the backtracking encoder of `backtrack.rs`, O(n), so
@@ -25,7 +25,8 @@ use super::{pair_key, AllowedSpecial, BpeModel};
 use crate::error::Result;
 use crate::vocab::hash_bytes;
 
-/// Pieces up to this many bytes use the quadratic scan, longer ones the heap.
+/// Pieces up to this many bytes use the quadratic scan, longer ones the
+/// backtracking encoder.
 pub(super) const SHORT_PIECE: usize = 16;
 /// Merged pieces up to this many bytes are cached.
 const CACHED_PIECE: usize = 256;
@@ -48,7 +49,8 @@ thread_local! {
     static STATE: RefCell<EncodeState> = RefCell::new(EncodeState::default());
 }
 
-/// Reused by `merge_long`, so that it allocates nothing per piece.
+/// Scratch space of `merge_below` and of the backtracking encoder, reused so
+/// that they allocate nothing per piece.
 #[derive(Default)]
 pub(crate) struct MergeBuffers {
     parts: Vec<u32>,
