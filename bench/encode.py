@@ -266,7 +266,23 @@ def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
     return funcs
 
 
+def warmup_docs(phase: str) -> list[str]:
+    """Text for the untimed warm-up of every library (first-call set-up,
+    thread pools): the last ~100 kB of ``en_100MB.txt``, which no input
+    contains."""
+    path = _data.en_path()
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - 100_000))
+        data = f.read()
+    text = data[data.index(b"\n") + 1 :].decode("utf-8")
+    return _data.chunks(text, 0.05) if phase == "single" else _data.paragraphs(text)
+
+
 def run_phase(args) -> None:
+    """One round, in a fresh process: every library warms up on other text,
+    then encodes the input once (first pass: none of its pieces seen before)
+    and once more (second pass: the same text again, so piece caches are
+    warm), in an order rotated by round. Round 0 also checks exactness."""
     if args.phase == "single":
         # One core for everyone: tokie spawns helper threads for long texts
         # whatever RAYON_NUM_THREADS says; pinned, they share the same core.
@@ -275,24 +291,38 @@ def run_phase(args) -> None:
     docs, labels = input_docs(args, args.input, args.phase)
     encoders = load_encoders(args.libs, args.phase, enc, ranks_path)
     if args.phase == "single":
-        funcs = {name: (lambda f=f: [f(d) for d in docs]) for name, f in encoders.items()}
+        calls = {name: (lambda ds, f=f: [f(d) for d in ds]) for name, f in encoders.items()}
     else:
-        funcs = {name: (lambda f=f: f(docs)) for name, f in encoders.items()}
+        calls = encoders
+    shift = args.round % len(calls)
+    order = list(calls)[shift:] + list(calls)[:shift]
+    warm = warmup_docs(args.phase)
+    for name in order:
+        calls[name](warm)
     load0 = os.getloadavg()[0]
-    timings, results = _data.time_interleaved(funcs, args.runs, args.warmup)
+    timings: dict[str, dict[str, dict[str, float]]] = {"first": {}, "again": {}}
+    for kind in ("first", "again"):
+        for name in order:
+            wall, cpu, out = _data.timed(lambda call=calls[name]: call(docs))
+            del out
+            timings[kind][name] = {"wall": wall, "cpu": cpu}
     load1 = os.getloadavg()[0]
-    ref = results.get("tiktoken") or [enc.encode_ordinary(d) for d in docs]
-    lens = token_lengths(enc)
-    exact = {name: compare(enc, lens, docs, labels, ref, out).as_dict() for name, out in results.items()}
+    exact = None
+    if args.exact:
+        lens = token_lengths(enc)
+        ref = [enc.encode_ordinary(d) for d in docs]
+        exact = {
+            name: compare(enc, lens, docs, labels, ref, call(docs)).as_dict()
+            for name, call in calls.items()
+            if name != "tiktoken"
+        }
     _data.emit(
         {
-            "phase": args.phase,
-            "input": args.input,
             "bytes": _data.utf8_len(docs),
             "docs": len(docs),
             "load": [load0, load1],
             "polytok": _data.polytok_note() if "polytok" in encoders else None,
-            "timings": {n: {"wall": t.wall, "cpu": t.cpu} for n, t in timings.items()},
+            "timings": timings,
             "exact": exact,
         }
     )
@@ -352,28 +382,57 @@ def available(libs) -> list[str]:
     return out
 
 
-def ratio_cell(res: dict, name: str) -> tuple[float, float]:
-    t = res["timings"]
+def merge_rounds(rounds: list[dict]) -> dict:
+    """The rounds of one phase and input: per library and pass, the lists of
+    wall and CPU seconds (round i at index i)."""
+    timings = {
+        kind: {
+            name: {key: [r["timings"][kind][name][key] for r in rounds] for key in ("wall", "cpu")}
+            for name in rounds[0]["timings"][kind]
+        }
+        for kind in ("first", "again")
+    }
+    loads = [x for r in rounds for x in r["load"]]
+    return {
+        "bytes": rounds[0]["bytes"],
+        "docs": rounds[0]["docs"],
+        "load": [min(loads), max(loads)],
+        "polytok": sorted({r["polytok"] for r in rounds if r["polytok"]}),
+        "timings": timings,
+        "exact": rounds[0]["exact"],
+    }
+
+
+def ratio_cell(res: dict, name: str, kind: str = "first") -> tuple[float, float]:
+    """(MB/s, × tiktoken) of a library for a pass; × is against tiktoken's
+    same pass, median of the per-round ratios."""
+    t = res["timings"][kind]
     mbps = res["bytes"] / _data.MB / _data.median(t[name]["wall"])
     return mbps, _data.speedup(t["tiktoken"]["wall"], t[name]["wall"])
 
 
+def cell(res: dict, name: str, kind: str = "first") -> str:
+    mbps, x = ratio_cell(res, name, kind)
+    return f"{mbps:.1f} ({x:.2f}×)"
+
+
 def cpu_wall(res: dict, name: str) -> float:
-    t = res["timings"][name]
+    t = res["timings"]["first"][name]
     return _data.median(t["cpu"]) / _data.median(t["wall"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
-    ap.add_argument("--runs", type=int, help="timed runs per library (default 5, quick 3)")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed runs per library first (default 1)")
+    ap.add_argument("--runs", type=int, help="rounds, each a fresh process timing every library (default 5, quick 3)")
     ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
     ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
     ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
     ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
     ap.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)  # internal: child process
     ap.add_argument("--input", choices=INPUTS, help=argparse.SUPPRESS)
+    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--exact", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.runs = args.runs or (3 if args.quick else 5)
     args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
@@ -394,7 +453,10 @@ def main() -> None:
     print(f"cl100k encoding benchmark — {_data.machine_note()}")
     print(f"versions: {versions(libs)}")
     print(f"inputs: {describe_inputs(args)}")
-    print(f"{args.runs} timed runs (+{args.warmup} warm-up) per library, interleaved; MB = 10^6 bytes\n")
+    print(
+        f"{args.runs} rounds per phase and input, each in a fresh process: every library warms up on other text, "
+        "then encodes the input twice (first pass, then the same text again); MB = 10^6 bytes\n"
+    )
 
     if "tokenizers" in libs or "tokie" in libs:
         _data.print_table(
@@ -405,7 +467,6 @@ def main() -> None:
 
     child_args = [
         f"--runs={args.runs}",
-        f"--warmup={args.warmup}",
         f"--en-mb={args.en_mb}",
         f"--chunk-mb={args.chunk_mb}",
         f"--libs={','.join(libs)}",
@@ -413,18 +474,34 @@ def main() -> None:
     results = {}
     for phase, env in PHASES.items():
         for which in INPUTS:
-            print(f"[encode] {phase} / {which} ...", file=sys.stderr, flush=True)
-            child = _data.run_child(
-                [sys.executable, __file__, f"--phase={phase}", f"--input={which}", *child_args], env=env
-            )
-            if child.returncode != 0:
-                print(child.stderr[-5000:], file=sys.stderr)
-                raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
-            results[phase, which] = child.json()
-            load = results[phase, which]["load"]
-            print(f"[encode] {phase} / {which}: {child.wall:.0f} s; 1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing", file=sys.stderr, flush=True)
+            rounds = []
+            for r in range(args.runs):
+                child = _data.run_child(
+                    [
+                        sys.executable,
+                        __file__,
+                        f"--phase={phase}",
+                        f"--input={which}",
+                        f"--round={r}",
+                        *child_args,
+                        *(["--exact"] if r == 0 else []),
+                    ],
+                    env=env,
+                )
+                if child.returncode != 0:
+                    print(child.stderr[-5000:], file=sys.stderr)
+                    raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
+                rounds.append(child.json())
+                load = rounds[-1]["load"]
+                print(
+                    f"[encode] {phase} / {which}, round {r + 1}/{args.runs}: {child.wall:.0f} s; "
+                    f"1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            results[phase, which] = merge_rounds(rounds)
 
-    builds = {r["polytok"] for r in results.values() if r.get("polytok")}
+    builds = {b for r in results.values() for b in r["polytok"]}
     if len(builds) > 1:
         print(f"WARNING: polytok was reinstalled during the run: {sorted(builds)}\n")
     for phase, title in (
@@ -432,17 +509,23 @@ def main() -> None:
         ("batch", f"Batch on {BATCH_THREADS} threads, paragraphs"),
     ):
         en, multi = results[phase, "en"], results[phase, "multi"]
-        rows = []
-        for name in libs:
-            e_mbps, e_x = ratio_cell(en, name)
-            m_mbps, m_x = ratio_cell(multi, name)
-            rows.append([name, e_mbps, f"{e_x:.2f}×", m_mbps, f"{m_x:.2f}×", f"{cpu_wall(en, name):.2f} / {cpu_wall(multi, name):.2f}"])
+        rows = [
+            [
+                name,
+                cell(en, name),
+                cell(multi, name),
+                cell(en, name, "again"),
+                cell(multi, name, "again"),
+                f"{cpu_wall(en, name):.2f} / {cpu_wall(multi, name):.2f}",
+            ]
+            for name in libs
+        ]
         sub = f" (en: {en['docs']:,} docs, {en['bytes'] / _data.MB:.1f} MB; multi: {multi['docs']:,} docs, {multi['bytes'] / _data.MB:.1f} MB)"
         loads = [x for r in (en, multi) for x in r["load"]]
         sub += f"; load average {min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs"
         _data.print_table(
-            title + sub,
-            ["library", "en MB/s", "en × tiktoken", "multi MB/s", "multi × tiktoken", "CPU/wall en / multi"],
+            title + sub + "\nMB/s (× tiktoken), medians of rounds",
+            ["library", "en, first pass", "multi, first pass", "en, same text again", "multi, same text again", "CPU/wall en / multi"],
             rows,
         )
 
@@ -474,13 +557,10 @@ def main() -> None:
         rows,
     )
 
-    summary = []
+    summary, again = [], []
     for name in libs:
-        cells = [name]
-        for phase in PHASES:
-            for which in INPUTS:
-                mbps, x = ratio_cell(results[phase, which], name)
-                cells.append(f"{mbps:.1f} ({x:.2f}×)")
+        cells = [name] + [cell(results[phase, which], name) for phase in PHASES for which in INPUTS]
+        again.append([name] + [cell(results[phase, which], name, "again") for phase in PHASES for which in INPUTS])
         if name == "tiktoken":
             cells.append("reference")
         else:
@@ -488,11 +568,18 @@ def main() -> None:
             docs = sum(results[k]["exact"][name]["mismatched_docs"] for k in results)
             cells.append("yes" if not inexact[name] else f"no: {diff:,} ids in {docs:,} docs")
         summary.append(cells)
-    print("Markdown summary (MB/s, × tiktoken in the same run):\n")
+    print("Markdown summary (MB/s, × tiktoken in the same round):\n")
+    headers = ["library", "en, 1 thread", "multi, 1 thread", f"en, batch {BATCH_THREADS} threads", f"multi, batch {BATCH_THREADS} threads"]
     _data.print_table(
-        f"cl100k encode, MB/s (× tiktoken) — {describe_inputs(args)}; median of {args.runs}",
-        ["library", "en, 1 thread", "multi, 1 thread", f"en, batch {BATCH_THREADS} threads", f"multi, batch {BATCH_THREADS} threads", "exact vs tiktoken"],
+        f"cl100k encode, first pass over the text, MB/s (× tiktoken) — {describe_inputs(args)}; median of {args.runs} rounds",
+        headers + ["exact vs tiktoken"],
         summary,
+        markdown=True,
+    )
+    _data.print_table(
+        "The same text encoded again in the same process (piece caches warm), MB/s (× tiktoken)",
+        headers,
+        again,
         markdown=True,
     )
 

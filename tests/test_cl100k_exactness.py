@@ -81,3 +81,15 @@ def test_special_tokens_follow_tiktoken(cl100k, tiktoken_cl100k):
     assert cl100k.encode(text, allowed_special=only) == tiktoken_cl100k.encode(
         text, allowed_special=only, disallowed_special=()
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["abcdefghij", "aab", "xyzXYZ", "éèêàâ", "中文字語", "あいうカキ", "кот", "'!?/.-"]),
+    st.integers(min_value=4096, max_value=20_000),
+    st.randoms(use_true_random=False),
+)
+def test_long_pieces_use_the_linear_encoder_exactly(cl100k, tiktoken_cl100k, alphabet, length, rng):
+    # One piece of several KB: the backtracking encoder's domain.
+    text = "".join(rng.choice(alphabet) for _ in range(length))
+    assert cl100k.encode(text) == tiktoken_cl100k.encode_ordinary(text)
