@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
@@ -83,7 +83,7 @@ def test_special_tokens_follow_tiktoken(cl100k, tiktoken_cl100k):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
 @given(
     st.sampled_from(["abcdefghij", "aab", "xyzXYZ", "éèêàâ", "中文字語", "あいうカキ", "кот", "'!?/.-"]),
     st.integers(min_value=4096, max_value=20_000),
