@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+import random
+
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
@@ -83,13 +85,14 @@ def test_special_tokens_follow_tiktoken(cl100k, tiktoken_cl100k):
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@settings(max_examples=60, deadline=None)
 @given(
     st.sampled_from(["abcdefghij", "aab", "xyzXYZ", "éèêàâ", "中文字語", "あいうカキ", "кот", "'!?/.-"]),
     st.integers(min_value=4096, max_value=20_000),
-    st.randoms(use_true_random=False),
+    st.integers(min_value=0),
 )
-def test_long_pieces_use_the_linear_encoder_exactly(cl100k, tiktoken_cl100k, alphabet, length, rng):
+def test_long_pieces_use_the_linear_encoder_exactly(cl100k, tiktoken_cl100k, alphabet, length, seed):
     # One piece of several KB: the backtracking encoder's domain.
+    rng = random.Random(seed)
     text = "".join(rng.choice(alphabet) for _ in range(length))
     assert cl100k.encode(text) == tiktoken_cl100k.encode_ordinary(text)
