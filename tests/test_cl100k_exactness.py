@@ -1,11 +1,15 @@
-"""polytok with the cl100k_base ranks gives exactly tiktoken's ids."""
+"""polytok with the cl100k_base ranks gives exactly tiktoken's ids (and, with
+the gpt2 and o200k patterns, exactly what tiktoken gives with them)."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import polytok
 
 
 def test_every_flores_line_of_every_language(cl100k, tiktoken_cl100k, flores):
@@ -96,3 +100,34 @@ def test_long_pieces_use_the_linear_encoder_exactly(cl100k, tiktoken_cl100k, alp
     rng = random.Random(seed)
     text = "".join(rng.choice(alphabet) for _ in range(length))
     assert cl100k.encode(text) == tiktoken_cl100k.encode_ordinary(text)
+
+
+@pytest.fixture(scope="module", params=["gpt2", "o200k"])
+def other_pattern(request, tiktoken_cl100k, cl100k_ranks_path):
+    """polytok and tiktoken with the cl100k ranks under another preset's
+    pattern: tiktoken's own regex engine checks polytok's scanner."""
+    import tiktoken
+
+    pattern = request.param
+    reference = tiktoken.Encoding(
+        name=f"cl100k-ranks-{pattern}-pattern",
+        pat_str=polytok.pattern_regex(pattern),
+        mergeable_ranks=tiktoken_cl100k._mergeable_ranks,
+        special_tokens={},
+    )
+    ours = polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern=pattern)
+    return ours, reference
+
+
+def test_other_presets_on_flores(other_pattern, flores):
+    ours, reference = other_pattern
+    for language in sorted(flores)[::5]:
+        lines = flores[language]
+        assert ours.encode_batch(lines) == reference.encode_ordinary_batch(lines), language
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ADVERSARIAL_PIECES), max_size=40).map("".join) | st.text(max_size=60))
+def test_other_presets_on_adversarial_text(other_pattern, text):
+    ours, reference = other_pattern
+    assert ours.encode(text) == reference.encode_ordinary(text)
