@@ -104,3 +104,11 @@ def test_limits():
     assert max(len(tok.token_bytes(i)) for i in range(tok.n_ordinary)) == 4
     rare = polytok.BPETokenizer.train_from_iterator(["xy"] + ["ab"] * 3, vocab_size=400, min_frequency=3)
     assert [tok for tok in map(rare.token_bytes, range(256, rare.n_ordinary))] == [b"ab"]
+
+
+def test_no_pretokenization_trains_on_lines(tmp_path):
+    (tmp_path / "c.txt").write_text("low lower\nlowest low\n" * 20)
+    tok = polytok.BPETokenizer.train(tmp_path, vocab_size=300, pattern="none", progress=False)
+    assert tok.training["corpus"]["distinct_pieces"] == 2
+    text = "low lower\nlowest low\n"
+    assert tok.decode(tok.encode(text)) == text

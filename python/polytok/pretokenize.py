@@ -12,9 +12,9 @@ def pretokenize(text: str, pattern: str = "cl100k") -> list[str]:
     """Cut ``text`` into pieces.
 
     ``pattern`` is a preset (``gpt2``, ``cl100k``, ``o200k``), ``none`` (the
-    whole text is one piece) or a regular expression. Text a regular
-    expression does not match is kept as pieces of its own, so the pieces
-    always join back to ``text``.
+    whole text is one piece; training then counts each line as a piece) or
+    a regular expression. Text a regular expression does not match is kept
+    as pieces of its own, so the pieces always join back to ``text``.
     """
     return _core.pretokenize(text, pattern)
 

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::Result;
-use crate::pretokenize::PreTokenizer;
+use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
@@ -68,16 +68,26 @@ impl<'a> Counter<'a> {
                 map.insert(bytes.to_vec(), 1);
             }
         };
+        // Without pre-tokenization, a whole file (or chunk of one) would be a
+        // single piece: training counts lines instead.
+        let whole = *self.pretokenizer.pattern() == Pattern::Whole;
+        let mut pieces_of = |part: &str| {
+            if whole {
+                part.split_inclusive('\n').for_each(&mut add);
+                Ok(())
+            } else {
+                self.pretokenizer.for_each_piece(part, &mut add)
+            }
+        };
         match self.special {
-            None => self.pretokenizer.for_each_piece(text, &mut add),
+            None => pieces_of(text),
             Some(special) => {
                 let mut start = 0;
                 for found in special.find_iter(text) {
-                    self.pretokenizer
-                        .for_each_piece(&text[start..found.start()], &mut add)?;
+                    pieces_of(&text[start..found.start()])?;
                     start = found.end();
                 }
-                self.pretokenizer.for_each_piece(&text[start..], &mut add)
+                pieces_of(&text[start..])
             }
         }
     }

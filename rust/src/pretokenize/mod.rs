@@ -57,7 +57,8 @@ pub enum Pattern {
     O200k,
     /// A user-supplied regular expression.
     Regex(String),
-    /// No pre-tokenization: the whole text is one piece.
+    /// No pre-tokenization: the whole text is one piece (training counts
+    /// each line, with its line break, as a piece).
     Whole,
 }
 
