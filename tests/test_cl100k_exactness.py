@@ -131,3 +131,11 @@ def test_other_presets_on_flores(other_pattern, flores):
 def test_other_presets_on_adversarial_text(other_pattern, text):
     ours, reference = other_pattern
     assert ours.encode(text) == reference.encode_ordinary(text)
+
+
+def test_lone_surrogates_become_replacement_characters(cl100k, tiktoken_cl100k):
+    text = "a\udfffb\ud800"
+    assert cl100k.encode(text) == tiktoken_cl100k.encode_ordinary(text)
+    assert cl100k.encode_batch(["ok", text]) == [cl100k.encode("ok"), cl100k.encode(text)]
+    tok = polytok.BPETokenizer.train_from_iterator(["x\udfffy"] * 5, vocab_size=260)
+    assert tok.decode(tok.encode("x\udfffy")) == "x\ufffdy"

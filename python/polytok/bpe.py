@@ -92,7 +92,10 @@ class BPETokenizer:
             for i, text in enumerate(batch):
                 if not isinstance(text, str):
                     raise TypeError(f"texts must be strings; item {i} of a batch is {type(text).__name__}")
-            counter.add_texts(batch)
+            try:
+                counter.add_texts(batch)
+            except UnicodeEncodeError:
+                counter.add_texts([_without_surrogates(text) for text in batch])
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
                 counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
@@ -173,13 +176,24 @@ class BPETokenizer:
         """Token ids of ``text``.
 
         Special-token text is encoded as ordinary text unless allowed:
-        ``allowed_special="all"`` or a collection of special tokens.
+        ``allowed_special="all"`` or a collection of special tokens. Lone
+        surrogates (not encodable as UTF-8) are encoded as U+FFFD, as
+        tiktoken does.
         """
-        return self._core.encode(text, _allowed(allowed_special))
+        allowed = _allowed(allowed_special)
+        try:
+            return self._core.encode(text, allowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_without_surrogates(text), allowed)
 
     def encode_batch(self, texts: Sequence[str], *, allowed_special: AllowedSpecial = ()) -> list[list[int]]:
         """Token ids of many texts, encoded on all cores."""
-        return self._core.encode_batch(list(texts), _allowed(allowed_special))
+        allowed = _allowed(allowed_special)
+        texts = list(texts)
+        try:
+            return self._core.encode_batch(texts, allowed)
+        except UnicodeEncodeError:
+            return self._core.encode_batch([_without_surrogates(t) for t in texts], allowed)
 
     def clear_cache(self) -> None:
         """Forget the merged pieces that encoding caches (per thread, up to a
@@ -254,6 +268,11 @@ def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
             raise ValueError(f'allowed_special must be "all" or a collection of special tokens, not {allowed!r}')
         return "all"
     return list(allowed) or None
+
+
+def _without_surrogates(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (tiktoken's rule)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def readable(token: bytes) -> str:
