@@ -113,9 +113,7 @@ class BPETokenizer:
         callback,
     ) -> BPETokenizer:
         corpus = {"bytes": counter.text_bytes, "distinct_pieces": counter.distinct_pieces}
-        core = _core.Bpe.train(
-            counter, vocab_size, pattern, min_frequency, list(special_tokens), max_token_bytes, callback
-        )
+        core = _core.Bpe.train(counter, vocab_size, min_frequency, max_token_bytes, callback)
         training = {
             "vocab_size": vocab_size,
             "min_frequency": min_frequency,
@@ -263,11 +261,8 @@ class BPETokenizer:
 
 
 def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
-    if isinstance(allowed, str):
-        if allowed != "all":
-            raise ValueError(f'allowed_special must be "all" or a collection of special tokens, not {allowed!r}')
-        return "all"
-    return list(allowed) or None
+    """``"all"`` as it is (the core checks it), a collection as a list."""
+    return allowed if isinstance(allowed, str) else list(allowed) or None
 
 
 def _without_surrogates(text: str) -> str:

@@ -12,6 +12,7 @@ use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::Result;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::vocab::special_matcher;
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
 #[derive(Default, Debug)]
@@ -42,18 +43,28 @@ impl PieceCounts {
 }
 
 /// Cuts text into pieces and counts them.
-pub struct Counter<'a> {
-    pretokenizer: &'a PreTokenizer,
-    /// Special tokens to cut out of the text.
-    special: Option<&'a AhoCorasick>,
+pub struct Counter {
+    pretokenizer: PreTokenizer,
+    /// Special tokens, cut out of the text (never part of a learned token).
+    special_tokens: Vec<String>,
+    special: Option<AhoCorasick>,
 }
 
-impl<'a> Counter<'a> {
-    pub fn new(pretokenizer: &'a PreTokenizer, special: Option<&'a AhoCorasick>) -> Self {
-        Counter {
-            pretokenizer,
-            special,
-        }
+impl Counter {
+    pub fn new(pattern: Pattern, special_tokens: Vec<String>) -> Result<Self> {
+        Ok(Counter {
+            pretokenizer: PreTokenizer::new(pattern)?,
+            special: special_matcher(&special_tokens)?,
+            special_tokens,
+        })
+    }
+
+    pub fn pattern(&self) -> &Pattern {
+        self.pretokenizer.pattern()
+    }
+
+    pub fn special_tokens(&self) -> &[String] {
+        &self.special_tokens
     }
 
     /// Counts one text into `counts`.
@@ -79,7 +90,7 @@ impl<'a> Counter<'a> {
                 self.pretokenizer.for_each_piece(part, &mut add)
             }
         };
-        match self.special {
+        match &self.special {
             None => pieces_of(text),
             Some(special) => {
                 let mut start = 0;

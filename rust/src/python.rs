@@ -97,8 +97,7 @@ fn parse_bad_bytes(errors: &str) -> PyResult<BadBytes> {
 /// Counts the pieces of a corpus (files or batches of strings), for training.
 #[pyclass(module = "polytok._core")]
 struct PieceCounter {
-    pretokenizer: PreTokenizer,
-    special: Option<aho_corasick::AhoCorasick>,
+    counter: Counter,
     counts: Mutex<PieceCounts>,
 }
 
@@ -107,19 +106,8 @@ impl PieceCounter {
     #[new]
     #[pyo3(signature = (pattern, special_tokens = Vec::new()))]
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
-        let special = if special_tokens.is_empty() {
-            None
-        } else {
-            Some(
-                aho_corasick::AhoCorasick::builder()
-                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                    .build(&special_tokens)
-                    .map_err(|e| PyValueError::new_err(format!("special tokens: {e}")))?,
-            )
-        };
         Ok(PieceCounter {
-            pretokenizer: PreTokenizer::new(Pattern::parse(pattern)).map_err(to_py)?,
-            special,
+            counter: Counter::new(Pattern::parse(pattern), special_tokens).map_err(to_py)?,
             counts: Mutex::new(PieceCounts::default()),
         })
     }
@@ -128,8 +116,9 @@ impl PieceCounter {
     /// never span two texts).
     fn add_texts(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let counter = Counter::new(&self.pretokenizer, self.special.as_ref());
-        let counts = py.detach(|| counter.count_texts(&texts)).map_err(to_py)?;
+        let counts = py
+            .detach(|| self.counter.count_texts(&texts))
+            .map_err(to_py)?;
         self.lock().merge(counts);
         Ok(())
     }
@@ -145,9 +134,8 @@ impl PieceCounter {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let bad_bytes = parse_bad_bytes(errors)?;
-        let counter = Counter::new(&self.pretokenizer, self.special.as_ref());
         let counts = with_progress(py, progress, |p| {
-            counter.count_files(&paths, bad_bytes, total_bytes, p)
+            self.counter.count_files(&paths, bad_bytes, total_bytes, p)
         })?;
         self.lock().merge(counts);
         Ok(())
@@ -255,26 +243,24 @@ impl Bpe {
 
 #[pymethods]
 impl Bpe {
-    /// Learns a model from a counter's pieces (which it empties).
+    /// Learns a model from a counter's pieces (which it empties), with the
+    /// counter's pattern and special tokens.
     #[staticmethod]
-    #[pyo3(signature = (counter, vocab_size, pattern, min_frequency = 2, special_tokens = Vec::new(), max_token_bytes = None, progress = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (counter, vocab_size, min_frequency = 2, max_token_bytes = None, progress = None))]
     fn train(
         py: Python<'_>,
         counter: &PieceCounter,
         vocab_size: usize,
-        pattern: &str,
         min_frequency: u64,
-        special_tokens: Vec<String>,
         max_token_bytes: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let settings = TrainerSettings {
             vocab_size,
             min_frequency,
-            special_tokens,
+            special_tokens: counter.counter.special_tokens().to_vec(),
             max_token_bytes,
-            pattern: Pattern::parse(pattern),
+            pattern: counter.counter.pattern().clone(),
         };
         settings.validate().map_err(to_py)?;
         let counts = std::mem::take(&mut *counter.lock());

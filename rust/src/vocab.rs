@@ -7,6 +7,7 @@
 
 use std::hash::BuildHasher;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
@@ -200,4 +201,17 @@ impl SpecialTokens {
     pub fn end_id(&self) -> u32 {
         self.tokens.last().map_or(0, |&(_, id)| id + 1)
     }
+}
+
+/// Finds special tokens in text, the longest where they overlap; `None`
+/// when there are none to find.
+pub fn special_matcher<S: AsRef<str>>(texts: &[S]) -> Result<Option<AhoCorasick>> {
+    if texts.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(texts.iter().map(|t| t.as_ref()))
+        .map(Some)
+        .map_err(|e| Error::invalid(format!("special tokens: {e}")))
 }

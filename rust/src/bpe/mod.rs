@@ -14,14 +14,14 @@ mod trainer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::AhoCorasick;
 use rustc_hash::FxHashMap;
 
 pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};
 use crate::pretokenize::{Pattern, PreTokenizer};
-use crate::vocab::{SpecialTokens, Vocab};
+use crate::vocab::{special_matcher, SpecialTokens, Vocab};
 
 /// Which special tokens `encode` recognizes in the text; the others are
 /// encoded as ordinary text.
@@ -88,7 +88,8 @@ impl BpeModel {
             })?;
         }
         let special = SpecialTokens::new(special, vocab.len())?;
-        let special_matcher = matcher(special.iter().map(|(text, _)| text))?;
+        let texts: Vec<&str> = special.iter().map(|(text, _)| text).collect();
+        let special_matcher = special_matcher(&texts)?;
         if let Some(merges) = &merges {
             check_merges(&vocab, merges)?;
         }
@@ -195,7 +196,7 @@ impl BpeModel {
                         )));
                     }
                 }
-                matcher(texts.iter().map(String::as_str))?.map(std::borrow::Cow::Owned)
+                special_matcher(texts)?.map(std::borrow::Cow::Owned)
             }
         })
     }
@@ -234,18 +235,6 @@ fn check_merges(vocab: &Vocab, merges: &[(u32, u32)]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn matcher<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
-    let texts: Vec<&str> = texts.collect();
-    if texts.is_empty() {
-        return Ok(None);
-    }
-    AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(texts)
-        .map(Some)
-        .map_err(|e| Error::invalid(format!("special tokens: {e}")))
 }
 
 #[cfg(test)]

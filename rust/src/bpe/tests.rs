@@ -1,11 +1,10 @@
 use super::*;
 use crate::counting::{Counter, PieceCounts};
-use crate::pretokenize::PreTokenizer;
 use crate::progress::Progress;
 
 fn counts(pattern: Pattern, texts: &[&str]) -> PieceCounts {
-    let pretokenizer = PreTokenizer::new(pattern).unwrap();
-    Counter::new(&pretokenizer, None)
+    Counter::new(pattern, vec![])
+        .unwrap()
         .count_texts(texts)
         .unwrap()
 }

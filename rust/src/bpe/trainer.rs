@@ -94,7 +94,8 @@ struct State {
     pair_counts: FxHashMap<u64, i64>,
     /// Pair -> indices of the words it occurs in (maybe stale, duplicated).
     pair_words: FxHashMap<u64, Vec<u32>>,
-    token_len: Vec<u32>,
+    /// The bytes of every token so far, by id.
+    tokens: Vec<Vec<u8>>,
     max_token_bytes: usize,
     heap: BinaryHeap<Candidate>,
 }
@@ -115,11 +116,10 @@ pub fn train(
     let total_merges = (target_tokens - 256) as u64;
 
     let mut state = State::new(counts, settings.max_token_bytes.unwrap_or(usize::MAX));
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
 
     progress.force(Stage::Merging, 0, total_merges)?;
-    while tokens.len() < target_tokens {
+    while state.tokens.len() < target_tokens {
         let Some(Candidate { count, pair }) = state.heap.pop() else {
             break;
         };
@@ -137,19 +137,20 @@ pub fn train(
             break;
         }
         let (left, right) = ((pair >> 32) as u32, pair as u32);
-        let new_id = tokens.len() as u32;
-        let mut merged = tokens[left as usize].clone();
-        merged.extend_from_slice(&tokens[right as usize]);
-        tokens.push(merged);
+        let new_id = state.tokens.len() as u32;
+        let merged = [
+            &state.tokens[left as usize][..],
+            &state.tokens[right as usize][..],
+        ]
+        .concat();
+        state.tokens.push(merged);
         merges.push((left, right));
-        state
-            .token_len
-            .push(state.token_len[left as usize] + state.token_len[right as usize]);
         state.apply_merge(left, right, new_id);
         progress.update(Stage::Merging, merges.len() as u64, total_merges)?;
     }
     progress.force(Stage::Merging, merges.len() as u64, total_merges)?;
 
+    let tokens = state.tokens;
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -210,7 +211,7 @@ impl State {
             word_counts,
             pair_counts,
             pair_words,
-            token_len: vec![1; 256],
+            tokens: (0..=255u8).map(|b| vec![b]).collect(),
             max_token_bytes,
             heap: BinaryHeap::new(),
         };
@@ -230,7 +231,7 @@ impl State {
     /// Whether the pair's merged token respects the length limit.
     fn fits(&self, pair: u64) -> bool {
         let (left, right) = ((pair >> 32) as usize, (pair as u32) as usize);
-        (self.token_len[left] + self.token_len[right]) as usize <= self.max_token_bytes
+        self.tokens[left].len() + self.tokens[right].len() <= self.max_token_bytes
     }
 
     /// Replaces every occurrence of `left right` by `new_id` and updates the
