@@ -203,3 +203,11 @@ def test_linear_time_inputs_round_trip(cl100k):
     for text in ("a" * 1_000_000, "語" * 300_000, "\u0301" * 200_000):
         ids = cl100k.encode(text)
         assert cl100k.decode(ids) == text
+
+
+def test_special_ids_far_beyond_the_vocabulary(cl100k_ranks_path):
+    far = polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern="cl100k", special_tokens={"<|x|>": 2_000_000_000})
+    assert far.encode("a<|x|>", allowed_special="all") == [64, 2_000_000_000]
+    assert far.vocab_size == 2_000_000_001
+    with pytest.raises(ValueError, match="below 2"):
+        polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern="cl100k", special_tokens={"<|x|>": 2**32 - 1})

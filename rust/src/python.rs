@@ -222,22 +222,29 @@ const DETACH_BYTES: usize = 1 << 14;
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
     model: BpeModel,
-    /// The Python int of every id, made once: building the result lists
-    /// then costs a reference count per id instead of an allocation, which
-    /// would otherwise take about as long as encoding itself.
+    /// The Python int of every ordinary id, made once: building the result
+    /// lists then costs a reference count per id instead of an allocation,
+    /// which would otherwise take about as long as encoding itself. (Special
+    /// ids, which may lie far beyond, are made when needed.)
     ints: Vec<Py<PyAny>>,
 }
 
 impl Bpe {
     fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
-        let ints = (0..model.vocab_size())
+        let ints = (0..model.vocab().len())
             .map(|id| Ok(id.into_pyobject(py)?.into_any().unbind()))
             .collect::<PyResult<_>>()?;
         Ok(Bpe { model, ints })
     }
 
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, ids.iter().map(|&id| self.ints[id as usize].bind(py)))
+        PyList::new(
+            py,
+            ids.iter().map(|&id| match self.ints.get(id as usize) {
+                Some(int) => int.bind(py).clone(),
+                None => id.into_pyobject(py).expect("ints convert").into_any(),
+            }),
+        )
     }
 }
 

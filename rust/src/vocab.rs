@@ -152,6 +152,11 @@ impl SpecialTokens {
             if text.is_empty() {
                 return Err(Error::invalid("a special token is empty"));
             }
+            if *id >= 1 << 31 {
+                return Err(Error::invalid(format!(
+                    "special token {text:?} has id {id}: ids must be below 2^31"
+                )));
+            }
             if (*id as usize) < vocab_len {
                 return Err(Error::invalid(format!(
                     "special token {text:?} has id {id}, which an ordinary token has (ids 0..{vocab_len})"

@@ -76,7 +76,9 @@ impl BpeModel {
         merges: Option<Vec<(u32, u32)>>,
     ) -> Result<Self> {
         if tokens.len() >= 1 << 31 {
-            return Err(Error::invalid("a vocabulary holds fewer than 2^31 tokens"));
+            return Err(Error::invalid(
+                "a vocabulary must hold fewer than 2^31 tokens",
+            ));
         }
         let vocab = Vocab::new(tokens)?;
         let mut byte_ids = [0u32; 256];
@@ -220,6 +222,13 @@ fn pair_table(vocab: &Vocab) -> FxHashMap<u64, u32> {
 }
 
 fn check_merges(vocab: &Vocab, merges: &[(u32, u32)]) -> Result<()> {
+    if merges.len() + 256 > vocab.len() {
+        return Err(Error::invalid(format!(
+            "{} merges cannot make {} tokens beyond the 256 bytes",
+            merges.len(),
+            vocab.len().saturating_sub(256)
+        )));
+    }
     let first_merged = vocab.len() - merges.len();
     for (i, &(left, right)) in merges.iter().enumerate() {
         let id = (first_merged + i) as u32;

@@ -244,3 +244,30 @@ fn counts_beyond_32_bits_do_not_overflow() {
     let model = train(counts, &settings(257, Pattern::Whole), &Progress::silent()).unwrap();
     assert_eq!(token(&model, 256), "ab");
 }
+
+#[test]
+fn damaged_merges_and_special_ids_are_errors_not_panics() {
+    let model = train(
+        counts(Pattern::Cl100k, &["hello hello"]),
+        &settings(260, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let json = model.to_json(None);
+    // More merges than tokens: counting back from the vocabulary size would
+    // underflow.
+    let extra = "[0,1],".repeat(300);
+    let too_many = json.replace("\"merges\":[", &format!("\"merges\":[{extra}"));
+    let err = BpeModel::from_json(&too_many, "m.json")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("m.json") && err.contains("merges"), "{err}");
+    let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let huge = vec![("<x>".to_owned(), u32::MAX)];
+    let err = BpeModel::new(tokens, Pattern::Cl100k, huge, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("below 2^31"), "{err}");
+}
