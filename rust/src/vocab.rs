@@ -36,13 +36,24 @@ pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
     FxBuildHasher.hash_one(bytes)
 }
 
-/// The first 8 bytes, zero-padded.
+/// The first 8 bytes, zero-padded. Built from at most two fixed-size loads
+/// (a variable-length copy would be a call to `memcpy` on every lookup).
 #[inline(always)]
 fn prefix(bytes: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = bytes.len().min(8);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    u64::from_le_bytes(buf)
+    let n = bytes.len();
+    if n >= 8 {
+        u64::from_le_bytes(bytes[..8].try_into().unwrap())
+    } else if n >= 4 {
+        // Two overlapping 4-byte loads.
+        let low = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as u64;
+        let high = u32::from_le_bytes(bytes[n - 4..n].try_into().unwrap()) as u64;
+        low | (high << (8 * (n - 4)))
+    } else {
+        bytes
+            .iter()
+            .rev()
+            .fold(0u64, |acc, &b| (acc << 8) | b as u64)
+    }
 }
 
 impl Vocab {
@@ -219,4 +230,24 @@ pub fn special_matcher<S: AsRef<str>>(texts: &[S]) -> Result<Option<AhoCorasick>
         .build(texts.iter().map(|t| t.as_ref()))
         .map(Some)
         .map_err(|e| Error::invalid(format!("special tokens: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix;
+
+    #[test]
+    fn prefix_is_the_zero_padded_first_eight_bytes() {
+        let bytes: Vec<u8> = (1..=12).collect();
+        for n in 0..=bytes.len() {
+            let mut padded = [0u8; 8];
+            let k = n.min(8);
+            padded[..k].copy_from_slice(&bytes[..k]);
+            assert_eq!(
+                prefix(&bytes[..n]),
+                u64::from_le_bytes(padded),
+                "length {n}"
+            );
+        }
+    }
 }

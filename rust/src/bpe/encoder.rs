@@ -230,6 +230,14 @@ impl BpeModel {
     /// The ids of one piece, appended to `out`.
     #[inline]
     pub(crate) fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, state: &mut EncodeState) {
+        self.encode_part(piece, true, out, state);
+    }
+
+    /// The ids of a piece, or of a part of one between two cuts (`cut`
+    /// false: there is no cut inside). Long pieces are cut where they can
+    /// be (`cuts.rs`): their parts are often tokens or cached.
+    #[inline(always)]
+    fn encode_part(&self, piece: &[u8], cut: bool, out: &mut Vec<u32>, state: &mut EncodeState) {
         let hash = hash_bytes(piece);
         if let Some(id) = self.vocab.id_with_hash(piece, hash) {
             out.push(id);
@@ -241,6 +249,19 @@ impl BpeModel {
             if let Some(ids) = state.cache.get(piece, hash) {
                 out.extend_from_slice(ids);
                 return;
+            }
+        }
+        if cut && piece.len() > SHORT_PIECE {
+            if let Some(first) = self.cuts.next_cut(piece, 0) {
+                let (mut start, mut end) = (0, first);
+                loop {
+                    self.encode_part(&piece[start..end], false, out, state);
+                    if end == piece.len() {
+                        return;
+                    }
+                    start = end;
+                    end = self.cuts.next_cut(piece, end + 1).unwrap_or(piece.len());
+                }
             }
         }
         let start = out.len();

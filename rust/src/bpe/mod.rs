@@ -7,6 +7,7 @@
 //! pair made each token (its merges), for formats that need them.
 
 mod backtrack;
+mod cuts;
 mod encoder;
 pub mod files;
 mod trainer;
@@ -41,6 +42,8 @@ pub struct BpeModel {
     /// lookups, and this table stays in cache where the hash table does not.
     byte_pairs: Box<[u32]>,
     byte_ids: [u32; 256],
+    /// Where long pieces can be cut into independent parts.
+    cuts: cuts::CutFilter,
     pretokenizer: PreTokenizer,
     special: SpecialTokens,
     /// Finds every special token in text (for `AllowedSpecial::All`).
@@ -102,11 +105,13 @@ impl BpeModel {
                 pairs.get(&key).copied().unwrap_or(encoder::NO_RANK)
             })
             .collect();
+        let cuts = cuts::CutFilter::new(vocab.iter());
         Ok(BpeModel {
             vocab,
             pairs,
             byte_pairs,
             byte_ids,
+            cuts,
             pretokenizer: PreTokenizer::new(pattern)?,
             special,
             special_matcher,

@@ -136,6 +136,51 @@ fn long_pieces_merge_as_short_ones() {
     }
 }
 
+#[test]
+fn cut_pieces_encode_as_whole_ones() {
+    // Words of a few CJK characters (three bytes each) in random phrases: the
+    // trained tokens cross some character boundaries and not others, so long
+    // pieces have cuts, and near-cuts that must not be taken.
+    let alphabet: Vec<char> = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年"
+        .chars()
+        .collect();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let words: Vec<String> = (0..40)
+        .map(|_| {
+            (0..1 + next(3))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect()
+        })
+        .collect();
+    let mut phrase = |len: usize| -> String {
+        (0..len)
+            .map(|_| words[next(words.len())].as_str())
+            .collect()
+    };
+    let corpus: Vec<String> = (0..300).map(|_| phrase(6)).collect();
+    let corpus: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    let model = train(
+        counts(Pattern::Whole, &corpus),
+        &settings(600, Pattern::Whole),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let mut with_cuts = 0;
+    for len in 1..200 {
+        let piece = phrase(1 + len % 40);
+        with_cuts += model.cuts.next_cut(piece.as_bytes(), 0).is_some() as usize;
+        let ids = model.encode_ordinary(&piece).unwrap();
+        assert_eq!(ids, naive_merge(&model, piece.as_bytes()), "{piece}");
+    }
+    assert!(with_cuts > 100, "only {with_cuts} pieces had a cut");
+}
+
 /// The definition, for comparison: merge the lowest-rank adjacent pair.
 fn naive_merge(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
     let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();

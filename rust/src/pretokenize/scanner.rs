@@ -115,8 +115,22 @@ impl<'t> Text<'t> {
         if first < 0x80 {
             return Some((first as char, ASCII_FLAGS[first as usize], 1));
         }
-        let c = self.text[pos..].chars().next()?;
-        Some((c, self.table.get(c), c.len_utf8()))
+        // `pos` starts a character of valid UTF-8, so its continuation bytes
+        // follow; decoding them here costs a fraction of `chars()`, which
+        // re-checks the boundary and the end.
+        let tail = |i: usize| (bytes[pos + i] & 0x3F) as u32;
+        let (cp, len) = if first < 0xE0 {
+            (((first & 0x1F) as u32) << 6 | tail(1), 2)
+        } else if first < 0xF0 {
+            (((first & 0x0F) as u32) << 12 | tail(1) << 6 | tail(2), 3)
+        } else {
+            (
+                ((first & 0x07) as u32) << 18 | tail(1) << 12 | tail(2) << 6 | tail(3),
+                4,
+            )
+        };
+        let c = char::from_u32(cp).expect("str holds valid UTF-8");
+        Some((c, self.table.get(c), len))
     }
 
     #[inline(always)]
