@@ -17,6 +17,10 @@ known = st.characters(exclude_categories=["Cn", "Cs"])
 mixed = st.lists(
     st.one_of(
         st.sampled_from([" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "’", "123456", "中文", "\u0301", "HELLO", "hello"]),
+        # Long ASCII words and the characters around the letter ranges,
+        # which the scanner classifies eight bytes at a time.
+        st.text(alphabet="@AZ[`az{é ", max_size=12),
+        st.sampled_from(["abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]),
         st.text(alphabet=known, max_size=3),
     ),
     max_size=20,

@@ -142,11 +142,43 @@ impl<'t> Text<'t> {
     /// `bits`.
     #[inline(always)]
     fn run(&self, mut pos: usize, bits: u8) -> usize {
+        if bits == LETTER || bits == LOWERISH {
+            pos = self.ascii_letter_run(pos, bits == LETTER);
+        }
         while let Some((_, class, len)) = self.at(pos) {
             if class & bits == 0 {
                 break;
             }
             pos += len;
+        }
+        pos
+    }
+
+    /// The end of the run of ASCII letters from `pos` (lowercase only if not
+    /// `any_case`), eight bytes at a time: most words are ASCII, and a loop
+    /// over their characters would end in a mispredicted branch at a
+    /// different place each time. Stops early near the end of the text;
+    /// `run` goes on from there character by character.
+    #[inline(always)]
+    fn ascii_letter_run(&self, mut pos: usize, any_case: bool) -> usize {
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const A: u64 = b'a' as u64 * ONES;
+        const AFTER_Z: u64 = (b'z' + 1) as u64 * ONES;
+        let bytes = self.text.as_bytes();
+        while let Some(chunk) = bytes.get(pos..pos + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let folded = if any_case { word | (0x20 * ONES) } else { word };
+            // High bit of each byte: folded byte >= 'a', and >= 'z' + 1; the
+            // forced high bit keeps each subtraction inside its byte.
+            let at_least_a = (folded | HIGH) - A;
+            let beyond_z = (folded | HIGH) - AFTER_Z;
+            let letters = at_least_a & !beyond_z & !word & HIGH;
+            let n = (!letters & HIGH).trailing_zeros() as usize / 8;
+            pos += n;
+            if n < 8 {
+                break;
+            }
         }
         pos
     }
