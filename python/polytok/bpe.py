@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Literal
 
 from polytok import _core
-from polytok._files import PathLike, atomic_write, corpus_files
+from polytok._files import PathLike, atomic_write, corpus_files, read_text
 from polytok._progress import progress_callback, wanted
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -130,11 +130,7 @@ class BPETokenizer:
     @classmethod
     def load(cls, path: PathLike) -> BPETokenizer:
         """Load a tokenizer saved with :meth:`save`."""
-        with open(path, encoding="utf-8", errors="strict") as f:
-            try:
-                text = f.read()
-            except UnicodeDecodeError as e:
-                raise _core.TokenizerFileError(f"{os.fspath(path)}: not a polytok tokenizer file (not UTF-8)") from e
+        text = read_text(path, "a polytok tokenizer file")
         core, training = _core.Bpe.from_json(text, os.fspath(path))
         return cls(core, json.loads(training) if training else None)
 
@@ -156,11 +152,7 @@ class BPETokenizer:
         The file holds neither the pattern nor the special tokens: give them,
         e.g. ``pattern="cl100k"``, ``special_tokens={"<|endoftext|>": 100257}``.
         """
-        with open(path, encoding="ascii", errors="strict") as f:
-            try:
-                text = f.read()
-            except UnicodeDecodeError as e:
-                raise _core.TokenizerFileError(f"{os.fspath(path)}: not a tiktoken rank file (not ASCII)") from e
+        text = read_text(path, "a tiktoken rank file", encoding="ascii")
         specials = sorted((special_tokens or {}).items(), key=lambda item: item[1])
         return cls(_core.Bpe.from_tiktoken(text, os.fspath(path), pattern, specials))
 

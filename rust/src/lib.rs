@@ -4,13 +4,16 @@
 //! - [`pretokenize`]: cut text into pieces (tiktoken's patterns, exactly);
 //! - [`corpus`] and [`counting`]: read training text and count its pieces in
 //!   parallel;
-//! - [`bpe`]: the model, its trainer and its encoder;
+//! - [`bpe`]: the byte-level BPE model, its trainer and its encoder;
+//! - [`wordpiece`]: BERT's model, its encoder (linear time) and files, with
+//!   [`bert_text`]: BERT's normalization and word splitting;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
 //!   names; [`trie`]: longest-prefix matching over tokens.
 //!
 //! The Python bindings live in one place, `python.rs`, behind the `python`
 //! feature; everything else is plain Rust and tested with `cargo test`.
 
+pub mod bert_text;
 pub mod bpe;
 pub mod byte_alphabet;
 pub mod corpus;
@@ -20,6 +23,7 @@ pub mod pretokenize;
 pub mod progress;
 pub mod trie;
 pub mod vocab;
+pub mod wordpiece;
 
 #[cfg(feature = "python")]
 mod python;

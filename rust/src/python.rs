@@ -9,14 +9,16 @@ use std::sync::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyModule, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 
+use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
 use crate::counting::{Counter, PieceCounts};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
 create_exception!(
     polytok,
@@ -219,32 +221,86 @@ impl Drop for GcPause<'_> {
 const DETACH_BYTES: usize = 1 << 14;
 
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
-#[pyclass(module = "polytok._core", frozen)]
-struct Bpe {
-    model: BpeModel,
-    /// The Python int of every ordinary id, made once: building the result
-    /// lists then costs a reference count per id instead of an allocation,
-    /// which would otherwise take about as long as encoding itself. (Special
-    /// ids, which may lie far beyond, are made when needed.)
-    ints: Vec<Py<PyAny>>,
-}
+/// The Python int of every id of a vocabulary, made once: building the
+/// result lists then costs a reference count per id instead of an
+/// allocation, which would otherwise take about as long as encoding itself.
+/// (Ids beyond, such as far special ids, are made when needed.)
+struct Ints(Vec<Py<PyAny>>);
 
-impl Bpe {
-    fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
-        let ints = (0..model.vocab().len())
+impl Ints {
+    fn new(py: Python<'_>, n: usize) -> PyResult<Self> {
+        let ints = (0..n)
             .map(|id| Ok(id.into_pyobject(py)?.into_any().unbind()))
             .collect::<PyResult<_>>()?;
-        Ok(Bpe { model, ints })
+        Ok(Ints(ints))
     }
 
-    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         PyList::new(
             py,
-            ids.iter().map(|&id| match self.ints.get(id as usize) {
+            ids.iter().map(|&id| match self.0.get(id as usize) {
                 Some(int) => int.bind(py).clone(),
                 None => id.into_pyobject(py).expect("ints convert").into_any(),
             }),
         )
+    }
+
+    /// The lists of a batch of results.
+    fn lists<'py>(&self, py: Python<'py>, batch: &[Vec<u32>]) -> PyResult<Bound<'py, PyList>> {
+        let _paused = GcPause::new(py)?;
+        let lists = batch
+            .iter()
+            .map(|ids| self.list(py, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    }
+}
+
+/// `encode` of any model: the ids of `text` as a Python list, the GIL
+/// released for long texts.
+fn encode_list<'py>(
+    py: Python<'py>,
+    ints: &Ints,
+    text: &str,
+    allowed_special: Option<&Bound<'_, PyAny>>,
+    encode: impl Fn(&str, &AllowedSpecial) -> Result<Vec<u32>, Error> + Sync,
+) -> PyResult<Bound<'py, PyList>> {
+    let allowed = allowed_special_tokens(allowed_special)?;
+    let ids = if text.len() < DETACH_BYTES {
+        encode(text, &allowed)
+    } else {
+        py.detach(|| encode(text, &allowed))
+    };
+    ints.list(py, &ids.map_err(to_py)?)
+}
+
+/// `encode_batch` of any model, without the GIL.
+fn encode_batch_lists<'py>(
+    py: Python<'py>,
+    ints: &Ints,
+    texts: &[Bound<'_, PyString>],
+    allowed_special: Option<&Bound<'_, PyAny>>,
+    encode_batch: impl Fn(&[&str], &AllowedSpecial) -> Result<Vec<Vec<u32>>, Error> + Sync,
+) -> PyResult<Bound<'py, PyList>> {
+    let allowed = allowed_special_tokens(allowed_special)?;
+    let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    let batch = py
+        .detach(|| encode_batch(&texts, &allowed))
+        .map_err(to_py)?;
+    ints.lists(py, &batch)
+}
+
+/// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
+#[pyclass(module = "polytok._core", frozen)]
+struct Bpe {
+    model: BpeModel,
+    ints: Ints,
+}
+
+impl Bpe {
+    fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
+        let ints = Ints::new(py, model.vocab().len())?;
+        Ok(Bpe { model, ints })
     }
 }
 
@@ -324,13 +380,9 @@ impl Bpe {
         text: &str,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let allowed = allowed_special_tokens(allowed_special)?;
-        let ids = if text.len() < DETACH_BYTES {
-            self.model.encode(text, &allowed)
-        } else {
-            py.detach(|| self.model.encode(text, &allowed))
-        };
-        self.id_list(py, &ids.map_err(to_py)?)
+        encode_list(py, &self.ints, text, allowed_special, |t, a| {
+            self.model.encode(t, a)
+        })
     }
 
     #[pyo3(signature = (texts, allowed_special = None))]
@@ -340,17 +392,9 @@ impl Bpe {
         texts: Vec<Bound<'_, PyString>>,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let allowed = allowed_special_tokens(allowed_special)?;
-        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let batch = py
-            .detach(|| self.model.encode_batch(&texts, &allowed))
-            .map_err(to_py)?;
-        let _paused = GcPause::new(py)?;
-        let lists = batch
-            .iter()
-            .map(|ids| self.id_list(py, ids))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, lists)
+        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a| {
+            self.model.encode_batch(t, a)
+        })
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
@@ -398,6 +442,138 @@ impl Bpe {
     }
 }
 
+/// A WordPiece model (the Rust side of `polytok.WordPieceTokenizer`).
+#[pyclass(module = "polytok._core", frozen)]
+struct WordPiece {
+    model: WordPieceModel,
+    ints: Ints,
+}
+
+impl WordPiece {
+    fn new(py: Python<'_>, model: WordPieceModel) -> PyResult<Self> {
+        let ints = Ints::new(py, model.vocab().len())?;
+        Ok(WordPiece { model, ints })
+    }
+}
+
+#[pymethods]
+impl WordPiece {
+    /// A model from a `vocab.txt`'s text and the settings.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_vocab_txt(
+        py: Python<'_>,
+        text: &str,
+        source: &str,
+        unk_token: String,
+        continuing_subword_prefix: String,
+        max_input_chars_per_word: usize,
+        clean_text: bool,
+        handle_chinese_chars: bool,
+        strip_accents: bool,
+        lowercase: bool,
+        special_tokens: Vec<String>,
+    ) -> PyResult<Self> {
+        let settings = WordPieceSettings {
+            unk_token,
+            continuing_subword_prefix,
+            max_input_chars_per_word,
+            normalizer: BertNormalizer {
+                clean_text,
+                handle_chinese_chars,
+                strip_accents,
+                lowercase,
+            },
+            special_tokens,
+        };
+        let model = py
+            .detach(|| WordPieceModel::from_vocab_txt(text, source, settings))
+            .map_err(to_py)?;
+        WordPiece::new(py, model)
+    }
+
+    #[staticmethod]
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<Self> {
+        let model = py
+            .detach(|| WordPieceModel::from_json(json, source))
+            .map_err(to_py)?;
+        WordPiece::new(py, model)
+    }
+
+    /// polytok JSON; `training` is a JSON object recorded in the file.
+    #[pyo3(signature = (training = None))]
+    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
+        let training = training
+            .map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))?;
+        Ok(self.model.to_json(training.as_ref()))
+    }
+
+    fn to_vocab_txt(&self) -> String {
+        self.model.to_vocab_txt()
+    }
+
+    #[pyo3(signature = (text, allowed_special = None))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        encode_list(py, &self.ints, text, allowed_special, |t, a| {
+            self.model.encode(t, a)
+        })
+    }
+
+    #[pyo3(signature = (texts, allowed_special = None))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'_, PyString>>,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a| {
+            self.model.encode_batch(t, a)
+        })
+    }
+
+    #[pyo3(signature = (ids, cleanup = true))]
+    fn decode(&self, ids: Vec<u32>, cleanup: bool) -> PyResult<String> {
+        self.model.decode(&ids, cleanup).map_err(to_py)
+    }
+
+    fn token(&self, id: u32) -> PyResult<String> {
+        self.model.token(id).map(str::to_owned).map_err(to_py)
+    }
+
+    fn token_id(&self, token: &str) -> Option<u32> {
+        self.model.vocab().id(token.as_bytes())
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.model.vocab().len()
+    }
+
+    /// The settings, as keyword arguments of `from_vocab_txt`.
+    #[getter]
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.model.settings();
+        let n = s.normalizer;
+        let dict = PyDict::new(py);
+        dict.set_item("unk_token", &s.unk_token)?;
+        dict.set_item("continuing_subword_prefix", &s.continuing_subword_prefix)?;
+        dict.set_item("max_input_chars_per_word", s.max_input_chars_per_word)?;
+        dict.set_item("clean_text", n.clean_text)?;
+        dict.set_item("handle_chinese_chars", n.handle_chinese_chars)?;
+        dict.set_item("strip_accents", n.strip_accents)?;
+        dict.set_item("lowercase", n.lowercase)?;
+        dict.set_item("special_tokens", &s.special_tokens)?;
+        Ok(dict)
+    }
+}
+
 /// The pieces of `text` under a pattern (preset name, regex or "none").
 #[pyfunction]
 fn pretokenize(text: &str, pattern: &str) -> PyResult<Vec<String>> {
@@ -417,6 +593,7 @@ fn pattern_regex(pattern: &str) -> Option<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PieceCounter>()?;
     m.add_class::<Bpe>()?;
+    m.add_class::<WordPiece>()?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("PolytokError", m.py().get_type::<PolytokError>())?;

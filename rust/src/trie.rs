@@ -27,7 +27,8 @@ pub struct Trie {
 }
 
 impl Trie {
-    /// A trie of `(key, value)` pairs; keys are non-empty and distinct.
+    /// A trie of `(key, value)` pairs; keys are non-empty and distinct. A
+    /// key with the value `Trie::NO_VALUE` only makes its nodes exist.
     pub fn new<'k>(keys: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
         // Build with growable child lists, then flatten them.
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
@@ -66,29 +67,72 @@ impl Trie {
         Trie { root, nodes, edges }
     }
 
+    /// The root node (the empty key).
+    pub const ROOT: u32 = 0;
+    pub const NO_VALUE: u32 = NONE;
+
+    /// The number of nodes, root included; nodes are `0..len()`.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    /// The child of `node` along `byte`.
+    #[inline(always)]
+    pub fn child(&self, node: u32, byte: u8) -> Option<u32> {
+        let child = if node == Self::ROOT {
+            self.root[byte as usize]
+        } else {
+            let Node {
+                first_edge,
+                n_edges,
+                ..
+            } = self.nodes[node as usize];
+            let edges = &self.edges[first_edge as usize..(first_edge + n_edges) as usize];
+            match edges.iter().find(|&&(b, _)| b >= byte) {
+                Some(&(b, child)) if b == byte => child,
+                _ => NONE,
+            }
+        };
+        (child != NONE).then_some(child)
+    }
+
+    /// The value of the key that ends at `node`, if one does.
+    #[inline(always)]
+    pub fn value(&self, node: u32) -> Option<u32> {
+        let value = self.nodes[node as usize].value;
+        (value != NONE).then_some(value)
+    }
+
+    /// The children of `node` with their bytes, in byte order.
+    pub fn children(&self, node: u32) -> impl Iterator<Item = (u8, u32)> + '_ {
+        let Node {
+            first_edge,
+            n_edges,
+            ..
+        } = self.nodes[node as usize];
+        self.edges[first_edge as usize..(first_edge + n_edges) as usize]
+            .iter()
+            .copied()
+    }
+
     /// The value of the longest key that is a prefix of `text`, with the
     /// key's length.
     #[inline]
     pub fn longest_prefix(&self, text: &[u8]) -> Option<(u32, usize)> {
         let mut best = None;
-        let mut node = *self.root.get(*text.first()? as usize)?;
-        let mut len = 1;
-        while node != NONE {
-            let Node {
-                first_edge,
-                n_edges,
-                value,
-            } = self.nodes[node as usize];
-            if value != NONE {
-                best = Some((value, len));
-            }
-            let Some(&byte) = text.get(len) else { break };
-            let edges = &self.edges[first_edge as usize..(first_edge + n_edges) as usize];
-            node = match edges.iter().find(|&&(b, _)| b >= byte) {
-                Some(&(b, child)) if b == byte => child,
-                _ => NONE,
+        let mut node = Self::ROOT;
+        for (len, &byte) in text.iter().enumerate() {
+            let Some(child) = self.child(node, byte) else {
+                break;
             };
-            len += 1;
+            node = child;
+            if let Some(value) = self.value(node) {
+                best = Some((value, len + 1));
+            }
         }
         best
     }
@@ -110,5 +154,18 @@ mod tests {
         assert_eq!(trie.longest_prefix(b"\xff"), None);
         assert_eq!(trie.longest_prefix(b"c"), None);
         assert_eq!(trie.longest_prefix(b""), None);
+    }
+
+    #[test]
+    fn navigation() {
+        let keys: [&[u8]; 3] = [b"ab", b"ac", b"b"];
+        let trie = Trie::new(keys.iter().enumerate().map(|(i, k)| (*k, i as u32)));
+        let a = trie.child(Trie::ROOT, b'a').unwrap();
+        assert_eq!(trie.value(a), None);
+        let children: Vec<(u8, Option<u32>)> =
+            trie.children(a).map(|(b, n)| (b, trie.value(n))).collect();
+        assert_eq!(children, [(b'b', Some(0)), (b'c', Some(1))]);
+        assert_eq!(trie.child(a, b'd'), None);
+        assert_eq!(trie.len(), 5);
     }
 }

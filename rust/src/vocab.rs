@@ -219,6 +219,60 @@ impl SpecialTokens {
     }
 }
 
+/// Which special tokens `encode` recognizes in the text; the others are
+/// encoded as ordinary text.
+#[derive(Clone, Debug)]
+pub enum AllowedSpecial {
+    None,
+    All,
+    Only(Vec<String>),
+}
+
+/// The matcher for the allowed special tokens (`None` if none are), given
+/// the matcher of all of them and a test of what is special.
+pub fn allowed_matcher<'m>(
+    all: Option<&'m AhoCorasick>,
+    is_special: impl Fn(&str) -> bool,
+    allowed: &AllowedSpecial,
+) -> Result<Option<std::borrow::Cow<'m, AhoCorasick>>> {
+    Ok(match allowed {
+        AllowedSpecial::None => None,
+        AllowedSpecial::All => all.map(std::borrow::Cow::Borrowed),
+        AllowedSpecial::Only(texts) => {
+            if let Some(text) = texts.iter().find(|text| !is_special(text)) {
+                return Err(Error::invalid(format!(
+                    "{text:?} is not a special token of this model"
+                )));
+            }
+            special_matcher(texts)?.map(std::borrow::Cow::Owned)
+        }
+    })
+}
+
+/// A part of a text cut at its special tokens.
+pub enum Segment<'t> {
+    Text(&'t str),
+    Special(&'t str),
+}
+
+/// Cuts `text` at the special tokens `matcher` finds, in text order (text
+/// segments may be empty).
+pub fn split_special<'t, E>(
+    text: &'t str,
+    matcher: Option<&AhoCorasick>,
+    mut f: impl FnMut(Segment<'t>) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let mut start = 0;
+    if let Some(matcher) = matcher {
+        for found in matcher.find_iter(text) {
+            f(Segment::Text(&text[start..found.start()]))?;
+            f(Segment::Special(&text[found.start()..found.end()]))?;
+            start = found.end();
+        }
+    }
+    f(Segment::Text(&text[start..]))
+}
+
 /// Finds special tokens in text, the longest where they overlap; `None`
 /// when there are none to find.
 pub fn special_matcher<S: AsRef<str>>(texts: &[S]) -> Result<Option<AhoCorasick>> {

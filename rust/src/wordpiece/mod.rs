@@ -1,0 +1,295 @@
+//! WordPiece, BERT's model: a vocabulary of word-initial tokens and
+//! continuation tokens (`##ing`), text normalized and cut into words the way
+//! BERT does (`bert_text`), each word encoded greedily, longest token first
+//! (`encoder.rs`, in linear time).
+
+mod encoder;
+pub mod files;
+
+use std::cell::RefCell;
+
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+
+use crate::bert_text::{for_each_word, BertNormalizer};
+use crate::error::{Error, Result};
+use crate::vocab::{
+    allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment, Vocab,
+};
+
+/// The settings of a WordPiece model besides its vocabulary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WordPieceSettings {
+    pub unk_token: String,
+    /// Marks continuation tokens: `##` in BERT.
+    pub continuing_subword_prefix: String,
+    /// Longer words (in characters, after normalization) are `[UNK]`.
+    pub max_input_chars_per_word: usize,
+    pub normalizer: BertNormalizer,
+    /// Tokens of the vocabulary that are special: recognized in text only
+    /// when allowed. (Words can still match them, as in BERT, but BERT's
+    /// are bracketed and brackets end words.)
+    pub special_tokens: Vec<String>,
+}
+
+impl Default for WordPieceSettings {
+    /// bert-base-uncased.
+    fn default() -> Self {
+        WordPieceSettings {
+            unk_token: "[UNK]".to_owned(),
+            continuing_subword_prefix: "##".to_owned(),
+            max_input_chars_per_word: 100,
+            normalizer: BertNormalizer::uncased(),
+            special_tokens: ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+}
+
+pub struct WordPieceModel {
+    vocab: Vocab,
+    settings: WordPieceSettings,
+    unk: u32,
+    /// The special tokens present in the vocabulary, with their ids.
+    special: Vec<(String, u32)>,
+    special_matcher: Option<AhoCorasick>,
+    matcher: encoder::Matcher,
+}
+
+thread_local! {
+    /// Normalized text, reused between calls.
+    static NORMALIZED: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+impl WordPieceModel {
+    /// A model from its tokens in id order. The unknown token must be one
+    /// of them; special tokens that are not are ignored (a BERT vocabulary
+    /// may lack `[MASK]`, say).
+    pub fn new(tokens: Vec<String>, settings: WordPieceSettings) -> Result<Self> {
+        let vocab = Vocab::new(tokens.into_iter().map(String::into_bytes).collect())?;
+        let unk = vocab.id(settings.unk_token.as_bytes()).ok_or_else(|| {
+            Error::invalid(format!(
+                "the vocabulary lacks the unknown token {:?}",
+                settings.unk_token
+            ))
+        })?;
+        let special: Vec<(String, u32)> = settings
+            .special_tokens
+            .iter()
+            .filter_map(|text| Some((text.clone(), vocab.id(text.as_bytes())?)))
+            .collect();
+        let texts: Vec<&str> = special.iter().map(|(text, _)| text.as_str()).collect();
+        let special_matcher = special_matcher(&texts)?;
+        let matcher = encoder::Matcher::new(
+            vocab.iter().zip(0..),
+            settings.continuing_subword_prefix.as_bytes(),
+        );
+        Ok(WordPieceModel {
+            vocab,
+            settings,
+            unk,
+            special,
+            special_matcher,
+            matcher,
+        })
+    }
+
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    pub fn settings(&self) -> &WordPieceSettings {
+        &self.settings
+    }
+
+    pub fn unk_id(&self) -> u32 {
+        self.unk
+    }
+
+    /// The id of a special token of this model.
+    pub fn special_id(&self, text: &str) -> Option<u32> {
+        self.special
+            .iter()
+            .find(|(t, _)| t == text)
+            .map(|&(_, id)| id)
+    }
+
+    /// The text of token `id`.
+    pub fn token(&self, id: u32) -> Result<&str> {
+        if (id as usize) >= self.vocab.len() {
+            return Err(Error::UnknownTokenId {
+                id,
+                vocab_size: self.vocab.len(),
+            });
+        }
+        Ok(std::str::from_utf8(self.vocab.bytes(id)).expect("tokens are strings"))
+    }
+
+    pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
+        let matcher = self.allowed_matcher(allowed)?;
+        Ok(NORMALIZED
+            .with(|buffer| self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut())))
+    }
+
+    /// Encodes many texts on all cores.
+    pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
+        let matcher = self.allowed_matcher(allowed)?;
+        let matcher = matcher.as_deref();
+        let runs = 4 * rayon::current_num_threads();
+        let run_len = texts.len().div_ceil(runs).max(1);
+        let encoded: Vec<Vec<Vec<u32>>> = texts
+            .par_chunks(run_len)
+            .map(|run| {
+                NORMALIZED.with(|buffer| {
+                    let mut buffer = buffer.borrow_mut();
+                    run.iter()
+                        .map(|text| self.encode_with(text, matcher, &mut buffer))
+                        .collect()
+                })
+            })
+            .collect();
+        Ok(encoded.into_iter().flatten().collect())
+    }
+
+    fn allowed_matcher(
+        &self,
+        allowed: &AllowedSpecial,
+    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
+        allowed_matcher(
+            self.special_matcher.as_ref(),
+            |text| self.special_id(text).is_some(),
+            allowed,
+        )
+    }
+
+    fn encode_with(
+        &self,
+        text: &str,
+        special: Option<&AhoCorasick>,
+        normalized: &mut String,
+    ) -> Vec<u32> {
+        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        let done: std::result::Result<(), std::convert::Infallible> =
+            split_special(text, special, |segment| {
+                match segment {
+                    Segment::Text(text) => {
+                        normalized.clear();
+                        self.settings.normalizer.normalize_into(text, normalized);
+                        for_each_word(normalized, |word| self.encode_word(word, &mut out));
+                    }
+                    Segment::Special(token) => out.push(
+                        self.special_id(token)
+                            .expect("the matcher holds special tokens only"),
+                    ),
+                }
+                Ok(())
+            });
+        let Ok(()) = done;
+        out
+    }
+
+    #[inline]
+    fn encode_word(&self, word: &str, out: &mut Vec<u32>) {
+        // Bytes bound characters: count them only for long words.
+        let max = self.settings.max_input_chars_per_word;
+        if word.len() > max && word.chars().count() > max {
+            out.push(self.unk);
+            return;
+        }
+        self.matcher.encode_word(word.as_bytes(), self.unk, out);
+    }
+
+    /// The text of `ids`: continuation tokens joined to the token before
+    /// them, other tokens separated by a space; with `cleanup`, no space
+    /// before punctuation and English contractions (BERT's decoder).
+    pub fn decode(&self, ids: &[u32], cleanup: bool) -> Result<String> {
+        let prefix = self.settings.continuing_subword_prefix.as_str();
+        let mut text = String::new();
+        for (i, &id) in ids.iter().enumerate() {
+            let token = self.token(id)?;
+            match token
+                .strip_prefix(prefix)
+                .filter(|_| !prefix.is_empty() && i > 0)
+            {
+                Some(rest) => text.push_str(rest),
+                None => {
+                    if i > 0 {
+                        text.push(' ');
+                    }
+                    text.push_str(token);
+                }
+            }
+        }
+        if cleanup {
+            text = cleanup_spaces(&text);
+        }
+        Ok(text)
+    }
+}
+
+/// BERT's decoding cleanup: no space before punctuation and in English
+/// contractions.
+fn cleanup_spaces(text: &str) -> String {
+    const RULES: [(&str, &str); 11] = [
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" do not", " don't"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ];
+    RULES
+        .iter()
+        .fold(text.to_owned(), |text, (from, to)| text.replace(from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(tokens: &[&str]) -> WordPieceModel {
+        WordPieceModel::new(
+            tokens.iter().map(|t| t.to_string()).collect(),
+            WordPieceSettings::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn bert_semantics() {
+        let m = model(&[
+            "[UNK]", "[CLS]", "un", "##aff", "##able", "hello", ",", "!", "中",
+        ]);
+        let ids = m
+            .encode("Unaffable, HELLO! 中 xyz", &AllowedSpecial::None)
+            .unwrap();
+        assert_eq!(ids, [2, 3, 4, 6, 5, 7, 8, 0]);
+        assert_eq!(m.decode(&ids, true).unwrap(), "unaffable, hello! 中 [UNK]");
+        // Special tokens: ordinary text unless allowed.
+        assert_eq!(m.encode("[CLS]", &AllowedSpecial::None).unwrap(), [0, 0, 0]);
+        assert_eq!(m.encode("[CLS]", &AllowedSpecial::All).unwrap(), [1]);
+    }
+
+    #[test]
+    fn long_words_are_unknown() {
+        let m = model(&["[UNK]", "a", "##a"]);
+        let word = "a".repeat(101);
+        assert_eq!(m.encode(&word, &AllowedSpecial::None).unwrap(), [0]);
+        assert_eq!(
+            m.encode(&word[1..], &AllowedSpecial::None).unwrap().len(),
+            100
+        );
+    }
+
+    #[test]
+    fn missing_unk_is_an_error() {
+        let err = WordPieceModel::new(vec!["a".into()], WordPieceSettings::default());
+        assert!(err.err().unwrap().to_string().contains("[UNK]"));
+    }
+}
