@@ -1,6 +1,8 @@
-"""BPE training: polytok vs Hugging Face tokenizers vs SentencePiece.
+"""Training: polytok vs Hugging Face tokenizers vs SentencePiece (BPE), and
+polytok vs tokenizers (WordPiece).
 
-    python bench/train.py                 # full run: 100 MB, 3 runs per library
+    python bench/train.py                 # BPE, full run: 100 MB, 3 runs per library
+    python bench/train.py --model wordpiece
     python bench/train.py --mb 20 --runs 1
     python bench/train.py --quick         # 2 MB, 2 runs
 
@@ -18,6 +20,16 @@ directory):
   count and ``max_sentence_length`` longer than its longest line (every line
   is used), no shuffling; ``--sp-extremely-large`` adds
   ``train_extremely_large_corpus=True`` (not needed at 100 MB).
+
+With ``--model wordpiece``, a 30,000-token vocabulary (``--vocab``), both
+with BERT's uncased normalization and pre-tokenizer and ``min_frequency=2``:
+
+* polytok: ``WordPieceTokenizer.train([file], vocab_size=30000)``, which
+  merges by likelihood score;
+* tokenizers: ``models.WordPiece(unk_token="[UNK]")``, ``BertNormalizer()``,
+  ``BertPreTokenizer()``, ``WordPieceTrainer(vocab_size=30000,
+  min_frequency=2, special_tokens=[PAD, UNK, CLS, SEP, MASK])``, which merges
+  by pair frequency (BPE with ``##``).
 
 Every run is a fresh child process (``RAYON_NUM_THREADS=2``), so its peak
 RSS (``ru_maxrss`` of that child, read with ``wait4``) covers one training
@@ -97,7 +109,32 @@ def train_sentencepiece(path: Path, vocab: int, out: Path, extremely_large: bool
     return [sp.id_to_piece(i).encode("utf-8") for i in range(sp.get_piece_size())]
 
 
-TRAINERS = {"polytok": train_polytok, "tokenizers": train_tokenizers, "sentencepiece": train_sentencepiece}
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def train_polytok_wordpiece(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+    polytok = _data.import_polytok()
+    tok = polytok.WordPieceTokenizer.train([str(path)], vocab_size=vocab, min_frequency=2, progress=False)
+    return [tok.id_to_token(i).encode("utf-8") for i in range(tok.vocab_size)]
+
+
+def train_tokenizers_wordpiece(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tk = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tk.normalizer = normalizers.BertNormalizer()
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab, min_frequency=2, show_progress=False, special_tokens=BERT_SPECIALS
+    )
+    tk.train([str(path)], trainer)
+    return [token.encode("utf-8") for token in tk.get_vocab()]
+
+
+TRAINERS = {
+    "bpe": {"polytok": train_polytok, "tokenizers": train_tokenizers, "sentencepiece": train_sentencepiece},
+    "wordpiece": {"polytok": train_polytok_wordpiece, "tokenizers": train_tokenizers_wordpiece},
+}
 
 
 def run_child_mode(args) -> None:
@@ -105,7 +142,7 @@ def run_child_mode(args) -> None:
     out = Path(args.out)
     rss0 = _data.self_rss_mb()
     t0 = time.perf_counter()
-    vocab = TRAINERS[args.child](path, args.vocab, out, args.sp_extremely_large)
+    vocab = TRAINERS[args.model][args.child](path, args.vocab, out, args.sp_extremely_large)
     elapsed = time.perf_counter() - t0
     (out / f"{args.child}.vocab").write_text("\n".join(v.hex() for v in vocab))
     note = _data.polytok_note() if args.child == "polytok" else None
@@ -135,36 +172,38 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 MB, 2 runs")
     ap.add_argument("--mb", type=float, help="MB of en_100MB.txt to train on (default 100, quick 2)")
     ap.add_argument("--runs", type=int, help="runs per library (default 3, quick 2)")
-    ap.add_argument("--vocab", type=int, default=32000, help="vocabulary size (default 32000)")
+    ap.add_argument("--model", choices=TRAINERS, default="bpe", help="bpe (default) or wordpiece")
+    ap.add_argument("--vocab", type=int, help="vocabulary size (default 32000 for BPE, 30000 for WordPiece)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="time limit per training run, s (default 3600)")
     ap.add_argument(
         "--sp-extremely-large",
         action="store_true",
         help="pass train_extremely_large_corpus=True to SentencePiece (not needed for 100 MB)",
     )
-    ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
+    ap.add_argument("--libs", help=f"comma-separated subset of {','.join(LIBS)} (default: all the model has)")
     ap.add_argument("--child", choices=LIBS, help=argparse.SUPPRESS)
     ap.add_argument("--file", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.mb = args.mb or (2.0 if args.quick else 100.0)
     args.runs = args.runs or (2 if args.quick else 3)
+    args.vocab = args.vocab or (32000 if args.model == "bpe" else 30000)
 
     if args.child:
         run_child_mode(args)
         return
 
-    libs = [x.strip() for x in args.libs.split(",") if x.strip()]
+    libs = [x.strip() for x in (args.libs or ",".join(TRAINERS[args.model])).split(",") if x.strip()]
     for name in libs:
-        if name not in LIBS:
-            ap.error(f"unknown library {name!r}")
+        if name not in TRAINERS[args.model]:
+            ap.error(f"no {args.model} trainer for library {name!r}")
     path = _data.en_prefix_file(args.mb)
     size = path.stat().st_size
     lines, longest = line_stats(path)
-    print(f"BPE training benchmark — {_data.machine_note()}; {versions(libs)}")
+    print(f"{args.model} training benchmark — {_data.machine_note()}; {versions(libs)}")
     print(
         f"corpus: {path} ({size / _data.MB:.1f} MB, {lines:,} lines, longest {longest:,} bytes); vocab {args.vocab:,}; "
-        f"gpt2 pattern / byte level; {args.runs} run(s) per library, interleaved, each in a fresh process; "
+        f"{'gpt2 pattern / byte level' if args.model == 'bpe' else 'BERT uncased normalization and words'}; {args.runs} run(s) per library, interleaved, each in a fresh process; "
         f"RAYON_NUM_THREADS={THREADS}; {_data.load_note()}\n"
     )
 
@@ -187,6 +226,7 @@ def main() -> None:
                         f"--file={path}",
                         f"--out={out}",
                         f"--vocab={args.vocab}",
+                        f"--model={args.model}",
                     ]
                     + (["--sp-extremely-large"] if args.sp_extremely_large else []),
                     timeout=args.timeout,

@@ -5,18 +5,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from itertools import islice
 from typing import Literal
 
 from polytok import _core
-from polytok._files import PathLike, atomic_write, corpus_files, read_text
+from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
+from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
 
 AllowedSpecial = Literal["all"] | Collection[str]
-
-#: Strings handed to the Rust counter at a time by ``train_from_iterator``.
-_BATCH = 4096
-
 
 class BPETokenizer:
     """A byte-level BPE tokenizer.
@@ -60,11 +56,9 @@ class BPETokenizer:
         settings always give the same vocabulary. ``progress``: draw progress
         bars on stderr (default: when it is a terminal).
         """
-        paths = corpus_files(files)
         counter = _core.PieceCounter(pattern, list(special_tokens))
-        total = sum(os.path.getsize(p) for p in paths)
         with progress_callback(wanted(progress)) as callback:
-            counter.add_files([os.fspath(p) for p in paths], total, errors, callback)
+            count_files(counter, files, errors, callback)
             return cls._train_counted(
                 counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
             )
@@ -87,15 +81,7 @@ class BPETokenizer:
         :meth:`train`.
         """
         counter = _core.PieceCounter(pattern, list(special_tokens))
-        iterator = iter(texts)
-        while batch := list(islice(iterator, _BATCH)):
-            for i, text in enumerate(batch):
-                if not isinstance(text, str):
-                    raise TypeError(f"texts must be strings; item {i} of a batch is {type(text).__name__}")
-            try:
-                counter.add_texts(batch)
-            except UnicodeEncodeError:
-                counter.add_texts([_without_surrogates(text) for text in batch])
+        count_texts(counter, texts)
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
                 counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
@@ -112,7 +98,7 @@ class BPETokenizer:
         max_token_bytes: int | None,
         callback,
     ) -> BPETokenizer:
-        corpus = {"bytes": counter.text_bytes, "distinct_pieces": counter.distinct_pieces}
+        corpus = corpus_record(counter)
         core = _core.Bpe.train(counter, vocab_size, min_frequency, max_token_bytes, callback)
         training = {
             "vocab_size": vocab_size,
@@ -174,7 +160,7 @@ class BPETokenizer:
         try:
             return self._core.encode(text, allowed)
         except UnicodeEncodeError:
-            return self._core.encode(_without_surrogates(text), allowed)
+            return self._core.encode(without_surrogates(text), allowed)
 
     def encode_batch(self, texts: Sequence[str], *, allowed_special: AllowedSpecial = ()) -> list[list[int]]:
         """Token ids of many texts, encoded on all cores."""
@@ -183,7 +169,7 @@ class BPETokenizer:
         try:
             return self._core.encode_batch(texts, allowed)
         except UnicodeEncodeError:
-            return self._core.encode_batch([_without_surrogates(t) for t in texts], allowed)
+            return self._core.encode_batch([without_surrogates(t) for t in texts], allowed)
 
     def clear_cache(self) -> None:
         """Forget the merged pieces that encoding caches (per thread, up to a
@@ -255,11 +241,6 @@ class BPETokenizer:
 def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
     """``"all"`` as it is (the core checks it), a collection as a list."""
     return allowed if isinstance(allowed, str) else list(allowed) or None
-
-
-def _without_surrogates(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (tiktoken's rule)."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def readable(token: bytes) -> str:

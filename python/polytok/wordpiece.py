@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from polytok import _core
+from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
 from polytok._files import PathLike, atomic_write, read_text
-from polytok.bpe import AllowedSpecial, _allowed, _without_surrogates
+from polytok._progress import progress_callback, wanted
+from polytok.bpe import AllowedSpecial, _allowed
 
 #: BERT's special tokens, the default of every constructor here.
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -24,11 +28,111 @@ class WordPieceTokenizer:
     point, or longer than ``max_input_chars_per_word`` characters, becomes the
     unknown token. Matching takes linear time in the word.
 
-    Create one with :meth:`from_vocab` (a BERT ``vocab.txt``) or :meth:`load`.
+    Create one with :meth:`train`, :meth:`train_from_iterator`,
+    :meth:`from_vocab` (a BERT ``vocab.txt``) or :meth:`load`.
     """
 
-    def __init__(self, core: _core.WordPiece) -> None:
+    def __init__(self, core: _core.WordPiece, training: dict | None = None) -> None:
         self._core = core
+        self._training = training
+
+    # ----------------------------------------------------------------- training
+
+    @classmethod
+    def train(
+        cls,
+        files: PathLike | Iterable[PathLike],
+        *,
+        vocab_size: int = 30_000,
+        min_frequency: int = 2,
+        limit_alphabet: int | None = None,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
+        unk_token: str = "[UNK]",
+        continuing_subword_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+        errors: Literal["strict", "replace"] = "strict",
+        progress: bool | None = None,
+    ) -> WordPieceTokenizer:
+        """Learn a WordPiece vocabulary from text files, by likelihood.
+
+        Each step merges the adjacent pair (a, b) with the highest score
+        count(ab) / (count(a) x count(b)) over the corpus's words, not the
+        most frequent pair: pairs whose parts rarely occur apart come first.
+        Ties go to the higher pair count, then to the older tokens (smaller
+        ids), so the same corpus and settings give the same vocabulary.
+
+        ``vocab_size`` counts the special tokens (first, in the order given;
+        the unknown token is added if missing), the alphabet, and the merged
+        tokens. ``limit_alphabet`` keeps only the most frequent characters:
+        words with another character are left out, and encode as the unknown
+        token. Pairs seen fewer than ``min_frequency`` times are not merged.
+        Normalization options as in :meth:`from_vocab`. ``files``: paths,
+        directories (every ``.txt`` below) and glob patterns, UTF-8
+        (``errors="replace"`` replaces bad bytes). ``progress``: progress bars
+        on stderr (default: when it is a terminal).
+        """
+        counter = cls._counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens)
+        with progress_callback(wanted(progress)) as callback:
+            count_files(counter, files, errors, callback)
+            return cls._train_counted(
+                counter, vocab_size, min_frequency, limit_alphabet, unk_token,
+                continuing_subword_prefix, max_input_chars_per_word, callback,
+            )
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int = 30_000,
+        min_frequency: int = 2,
+        limit_alphabet: int | None = None,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
+        unk_token: str = "[UNK]",
+        continuing_subword_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+        progress: bool | None = None,
+    ) -> WordPieceTokenizer:
+        """Learn a WordPiece vocabulary from strings (any iterable, consumed
+        once). Arguments as in :meth:`train`."""
+        counter = cls._counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens)
+        count_texts(counter, texts)
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(
+                counter, vocab_size, min_frequency, limit_alphabet, unk_token,
+                continuing_subword_prefix, max_input_chars_per_word, callback,
+            )
+
+    @staticmethod
+    def _counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens) -> _core.PieceCounter:
+        strip = lowercase if strip_accents is None else strip_accents
+        return _core.PieceCounter.bert(clean_text, handle_chinese_chars, strip, lowercase, list(special_tokens))
+
+    @classmethod
+    def _train_counted(
+        cls, counter, vocab_size, min_frequency, limit_alphabet, unk_token, prefix, max_chars, callback
+    ) -> WordPieceTokenizer:
+        corpus = corpus_record(counter)
+        core = _core.WordPiece.train(
+            counter, vocab_size, min_frequency, limit_alphabet, unk_token, prefix, max_chars, callback
+        )
+        training = {
+            "vocab_size": vocab_size,
+            "min_frequency": min_frequency,
+            "limit_alphabet": limit_alphabet,
+            "score": "count(ab) / (count(a) * count(b))",
+            "tie_rule": "highest score, then highest pair count, then smallest (left id, right id)",
+            "corpus": corpus,
+        }
+        return cls(core, training)
 
     # -------------------------------------------------------------------- files
 
@@ -72,11 +176,14 @@ class WordPieceTokenizer:
     @classmethod
     def load(cls, path: PathLike) -> WordPieceTokenizer:
         """Load a tokenizer saved with :meth:`save`."""
-        return cls(_core.WordPiece.from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path)))
+        text = read_text(path, "a polytok tokenizer file")
+        core, training = _core.WordPiece.from_json(text, os.fspath(path))
+        return cls(core, json.loads(training) if training else None)
 
     def save(self, path: PathLike) -> None:
-        """Save as polytok JSON (vocabulary and settings), atomically."""
-        atomic_write(path, self._core.to_json())
+        """Save as polytok JSON (vocabulary, settings, training record), atomically."""
+        training = json.dumps(self._training) if self._training is not None else None
+        atomic_write(path, self._core.to_json(training))
 
     def save_vocab(self, path: PathLike) -> None:
         """Save the vocabulary as a BERT ``vocab.txt``, atomically."""
@@ -102,7 +209,7 @@ class WordPieceTokenizer:
         try:
             ids = self._core.encode(text, allowed)
         except UnicodeEncodeError:
-            ids = self._core.encode(_without_surrogates(text), allowed)
+            ids = self._core.encode(without_surrogates(text), allowed)
         return self._wrap(ids) if add_special_tokens else ids
 
     def encode_batch(
@@ -118,7 +225,7 @@ class WordPieceTokenizer:
         try:
             batch = self._core.encode_batch(texts, allowed)
         except UnicodeEncodeError:
-            batch = self._core.encode_batch([_without_surrogates(t) for t in texts], allowed)
+            batch = self._core.encode_batch([without_surrogates(t) for t in texts], allowed)
         return [self._wrap(ids) for ids in batch] if add_special_tokens else batch
 
     def _wrap(self, ids: list[int]) -> list[int]:
@@ -150,6 +257,11 @@ class WordPieceTokenizer:
     def vocab_size(self) -> int:
         """The number of tokens."""
         return self._core.vocab_size
+
+    @property
+    def training(self) -> dict | None:
+        """The settings and corpus statistics the model was trained with."""
+        return self._training
 
     @property
     def settings(self) -> dict:

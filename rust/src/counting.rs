@@ -8,6 +8,7 @@ use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::bert_text::{for_each_word, BertNormalizer};
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::Result;
 use crate::pretokenize::{Pattern, PreTokenizer};
@@ -42,9 +43,17 @@ impl PieceCounts {
     }
 }
 
+/// How a counter cuts text into pieces.
+enum Splitter {
+    /// A pre-tokenization pattern (byte-level BPE).
+    Pattern(PreTokenizer),
+    /// BERT's normalization and word splitting (WordPiece).
+    Bert(BertNormalizer),
+}
+
 /// Cuts text into pieces and counts them.
 pub struct Counter {
-    pretokenizer: PreTokenizer,
+    splitter: Splitter,
     /// Special tokens, cut out of the text (never part of a learned token).
     special_tokens: Vec<String>,
     special: Option<AhoCorasick>,
@@ -53,14 +62,36 @@ pub struct Counter {
 impl Counter {
     pub fn new(pattern: Pattern, special_tokens: Vec<String>) -> Result<Self> {
         Ok(Counter {
-            pretokenizer: PreTokenizer::new(pattern)?,
+            splitter: Splitter::Pattern(PreTokenizer::new(pattern)?),
             special: special_matcher(&special_tokens)?,
             special_tokens,
         })
     }
 
+    /// A counter of BERT words: normalized, then cut at white space and
+    /// punctuation.
+    pub fn bert(normalizer: BertNormalizer, special_tokens: Vec<String>) -> Result<Self> {
+        Ok(Counter {
+            splitter: Splitter::Bert(normalizer),
+            special: special_matcher(&special_tokens)?,
+            special_tokens,
+        })
+    }
+
+    /// The pattern of a pattern counter (`Pattern::Whole` for a BERT one).
     pub fn pattern(&self) -> &Pattern {
-        self.pretokenizer.pattern()
+        match &self.splitter {
+            Splitter::Pattern(pretokenizer) => pretokenizer.pattern(),
+            Splitter::Bert(_) => &Pattern::Whole,
+        }
+    }
+
+    /// The normalizer of a BERT counter.
+    pub fn bert_normalizer(&self) -> Option<BertNormalizer> {
+        match &self.splitter {
+            Splitter::Bert(normalizer) => Some(*normalizer),
+            Splitter::Pattern(_) => None,
+        }
     }
 
     pub fn special_tokens(&self) -> &[String] {
@@ -79,15 +110,20 @@ impl Counter {
                 map.insert(bytes.to_vec(), 1);
             }
         };
-        // Without pre-tokenization, a whole file (or chunk of one) would be a
-        // single piece: training counts lines instead.
-        let whole = *self.pretokenizer.pattern() == Pattern::Whole;
-        let mut pieces_of = |part: &str| {
-            if whole {
+        let mut normalized = String::new();
+        let mut pieces_of = |part: &str| match &self.splitter {
+            // Without pre-tokenization, a whole file (or chunk of one) would
+            // be a single piece: training counts lines instead.
+            Splitter::Pattern(pretokenizer) if *pretokenizer.pattern() == Pattern::Whole => {
                 part.split_inclusive('\n').for_each(&mut add);
                 Ok(())
-            } else {
-                self.pretokenizer.for_each_piece(part, &mut add)
+            }
+            Splitter::Pattern(pretokenizer) => pretokenizer.for_each_piece(part, &mut add),
+            Splitter::Bert(normalizer) => {
+                normalized.clear();
+                normalizer.normalize_into(part, &mut normalized);
+                for_each_word(&normalized, &mut add);
+                Ok(())
             }
         };
         match &self.special {

@@ -19,6 +19,7 @@ pub mod byte_alphabet;
 pub mod corpus;
 pub mod counting;
 pub mod error;
+mod pair_index;
 pub mod pretokenize;
 pub mod progress;
 pub mod trie;

@@ -18,7 +18,7 @@ use crate::counting::{Counter, PieceCounts};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
-use crate::wordpiece::{WordPieceModel, WordPieceSettings};
+use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 create_exception!(
     polytok,
@@ -110,6 +110,28 @@ impl PieceCounter {
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
         Ok(PieceCounter {
             counter: Counter::new(Pattern::parse(pattern), special_tokens).map_err(to_py)?,
+            counts: Mutex::new(PieceCounts::default()),
+        })
+    }
+
+    /// A counter of BERT words (normalized, cut at white space and
+    /// punctuation), for WordPiece.
+    #[staticmethod]
+    fn bert(
+        clean_text: bool,
+        handle_chinese_chars: bool,
+        strip_accents: bool,
+        lowercase: bool,
+        special_tokens: Vec<String>,
+    ) -> PyResult<Self> {
+        let normalizer = BertNormalizer {
+            clean_text,
+            handle_chinese_chars,
+            strip_accents,
+            lowercase,
+        };
+        Ok(PieceCounter {
+            counter: Counter::bert(normalizer, special_tokens).map_err(to_py)?,
             counts: Mutex::new(PieceCounts::default()),
         })
     }
@@ -458,6 +480,47 @@ impl WordPiece {
 
 #[pymethods]
 impl WordPiece {
+    /// Learns a model from a BERT counter's words (which it empties), with
+    /// the counter's normalization and special tokens.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        py: Python<'_>,
+        counter: &PieceCounter,
+        vocab_size: usize,
+        min_frequency: u64,
+        limit_alphabet: Option<usize>,
+        unk_token: String,
+        continuing_subword_prefix: String,
+        max_input_chars_per_word: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let normalizer = counter
+            .counter
+            .bert_normalizer()
+            .ok_or_else(|| PyValueError::new_err("WordPiece trains on a counter of BERT words"))?;
+        if continuing_subword_prefix.is_empty() {
+            return Err(PyValueError::new_err(
+                "the continuing subword prefix must not be empty",
+            ));
+        }
+        let settings = WordPieceTrainerSettings {
+            vocab_size,
+            min_frequency,
+            limit_alphabet,
+            model: WordPieceSettings {
+                unk_token,
+                continuing_subword_prefix,
+                max_input_chars_per_word,
+                normalizer,
+                special_tokens: counter.counter.special_tokens().to_vec(),
+            },
+        };
+        let counts = std::mem::take(&mut *counter.lock());
+        let model = with_progress(py, progress, |p| wordpiece::train(counts, &settings, p))?;
+        WordPiece::new(py, model)
+    }
+
     /// A model from a `vocab.txt`'s text and the settings.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
@@ -493,11 +556,11 @@ impl WordPiece {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<Self> {
-        let model = py
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
+        let (model, training) = py
             .detach(|| WordPieceModel::from_json(json, source))
             .map_err(to_py)?;
-        WordPiece::new(py, model)
+        Ok((WordPiece::new(py, model)?, training.map(|t| t.to_string())))
     }
 
     /// polytok JSON; `training` is a JSON object recorded in the file.

@@ -24,8 +24,9 @@ use hashbrown::HashTable;
 use rayon::prelude::*;
 
 use super::backtrack::PairMemo;
-use super::{pair_key, AllowedSpecial, BpeModel};
+use super::{AllowedSpecial, BpeModel};
 use crate::error::Result;
+use crate::pair_index::pair_key;
 use crate::vocab::{hash_bytes, split_special, Segment};
 
 /// Pieces up to this many bytes use the quadratic scan.

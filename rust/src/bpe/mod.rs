@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};
+use crate::pair_index::pair_key;
 use crate::pretokenize::{Pattern, PreTokenizer};
 pub use crate::vocab::AllowedSpecial;
 use crate::vocab::{special_matcher, SpecialTokens, Vocab};
@@ -54,11 +55,6 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
 fn new_instance() -> u64 {
     INSTANCES.fetch_add(1, Ordering::Relaxed)
-}
-
-#[inline(always)]
-fn pair_key(left: u32, right: u32) -> u64 {
-    ((left as u64) << 32) | right as u64
 }
 
 impl BpeModel {

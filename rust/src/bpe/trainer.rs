@@ -8,13 +8,10 @@
 //! pairs, the pair with the smaller left id wins, then the smaller right id.
 //! Ids are bytes values and then merge order, so this prefers older tokens.
 //!
-//! Bookkeeping, as in the classic incremental algorithm: the count of every
-//! pair, the list of pieces each pair occurs in, and a max-heap of pairs by
-//! count. A merge rewrites only the pieces on its list and adjusts the counts
-//! of the pairs around each occurrence. Heap entries are not updated in
-//! place: an entry whose count is out of date is re-pushed with the current
-//! count when it surfaces. Piece lists may hold pieces that no longer contain
-//! the pair (they are skipped) and duplicates (removed before use).
+//! Bookkeeping: the pair counts and word lists of `pair_index`, and a
+//! max-heap of pairs by count. Heap entries are not updated in place: an
+//! entry whose count is out of date is re-pushed with the current count when
+//! it surfaces.
 //!
 //! Cost: counting pairs is O(total piece length); each merge costs the length
 //! of the pieces it touches plus O(log P) per changed pair.
@@ -22,11 +19,11 @@
 use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
-use super::{pair_key, BpeModel};
+use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
+use crate::pair_index::{pair_ids, PairIndex};
 use crate::pretokenize::Pattern;
 use crate::progress::{Progress, Stage};
 
@@ -88,12 +85,8 @@ impl PartialOrd for Candidate {
 }
 
 struct State {
-    /// Each distinct piece as a sequence of token ids, and its count.
-    words: Vec<Vec<u32>>,
-    word_counts: Vec<u64>,
-    pair_counts: FxHashMap<u64, i64>,
-    /// Pair -> indices of the words it occurs in (maybe stale, duplicated).
-    pair_words: FxHashMap<u64, Vec<u32>>,
+    /// Each distinct piece as a sequence of token ids, and its pairs.
+    index: PairIndex,
     /// The bytes of every token so far, by id.
     tokens: Vec<Vec<u8>>,
     max_token_bytes: usize,
@@ -123,11 +116,11 @@ pub fn train(
         let Some(Candidate { count, pair }) = state.heap.pop() else {
             break;
         };
-        let current = state.pair_counts.get(&pair).copied().unwrap_or(0);
-        if current as u64 != count {
+        let current = state.index.count(pair);
+        if current != count {
             if current > 0 {
                 state.heap.push(Candidate {
-                    count: current as u64,
+                    count: current,
                     pair,
                 });
             }
@@ -136,7 +129,7 @@ pub fn train(
         if count < settings.min_frequency.max(1) {
             break;
         }
-        let (left, right) = ((pair >> 32) as u32, pair as u32);
+        let (left, right) = pair_ids(pair);
         let new_id = state.tokens.len() as u32;
         let merged = [
             &state.tokens[left as usize][..],
@@ -172,50 +165,14 @@ impl State {
             .map(|(bytes, count)| (bytes.into_iter().map(u32::from).collect(), count))
             .unzip();
 
-        let chunk = (words.len() / (4 * rayon::current_num_threads())).max(1024);
-        let (pair_counts, pair_words) = words
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(c, chunk_words)| {
-                let mut counts: FxHashMap<u64, i64> = FxHashMap::default();
-                let mut where_: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-                for (i, word) in chunk_words.iter().enumerate() {
-                    let index = (c * chunk + i) as u32;
-                    let count = word_counts[index as usize] as i64;
-                    for w in word.windows(2) {
-                        let key = pair_key(w[0], w[1]);
-                        *counts.entry(key).or_insert(0) += count;
-                        let list = where_.entry(key).or_default();
-                        if list.last() != Some(&index) {
-                            list.push(index);
-                        }
-                    }
-                }
-                (counts, where_)
-            })
-            .reduce(
-                || (FxHashMap::default(), FxHashMap::default()),
-                |(mut counts_a, mut where_a), (counts_b, where_b)| {
-                    for (key, count) in counts_b {
-                        *counts_a.entry(key).or_insert(0) += count;
-                    }
-                    for (key, list) in where_b {
-                        where_a.entry(key).or_insert_with(Vec::new).extend(list);
-                    }
-                    (counts_a, where_a)
-                },
-            );
-
         let mut state = State {
-            words,
-            word_counts,
-            pair_counts,
-            pair_words,
+            index: PairIndex::new(words, word_counts),
             tokens: (0..=255u8).map(|b| vec![b]).collect(),
             max_token_bytes,
             heap: BinaryHeap::new(),
         };
         let candidates: Vec<Candidate> = state
+            .index
             .pair_counts
             .iter()
             .filter(|&(&pair, _)| state.fits(pair))
@@ -230,82 +187,29 @@ impl State {
 
     /// Whether the pair's merged token respects the length limit.
     fn fits(&self, pair: u64) -> bool {
-        let (left, right) = ((pair >> 32) as usize, (pair as u32) as usize);
-        self.tokens[left].len() + self.tokens[right].len() <= self.max_token_bytes
+        let (left, right) = pair_ids(pair);
+        self.tokens[left as usize].len() + self.tokens[right as usize].len() <= self.max_token_bytes
     }
 
     /// Replaces every occurrence of `left right` by `new_id` and updates the
-    /// pair counts, piece lists and heap.
+    /// heap with the pairs that became more frequent.
     fn apply_merge(&mut self, left: u32, right: u32, new_id: u32) {
-        let pair = pair_key(left, right);
-        let mut word_list = self.pair_words.remove(&pair).unwrap_or_default();
-        word_list.sort_unstable();
-        word_list.dedup();
-        self.pair_counts.remove(&pair);
-
-        // Count changes, weighted by word counts, and (pair, word) additions.
-        let mut deltas: FxHashMap<u64, i64> = FxHashMap::default();
-        let mut additions: Vec<(u64, u32)> = Vec::new();
-        for &index in &word_list {
-            let word = &mut self.words[index as usize];
-            let count = self.word_counts[index as usize] as i64;
-            merge_word(word, left, right, new_id, |key, delta| {
-                *deltas.entry(key).or_insert(0) += delta * count;
-                if delta > 0 {
-                    additions.push((key, index));
-                }
-            });
-        }
-
-        for (key, delta) in deltas {
-            if key == pair || delta == 0 {
-                continue;
-            }
-            let count = self.pair_counts.entry(key).or_insert(0);
-            *count += delta;
-            let count = *count;
-            debug_assert!(count >= 0);
-            if count <= 0 {
-                self.pair_counts.remove(&key);
-            } else if delta > 0 && self.fits(key) {
-                self.heap.push(Candidate {
+        let State {
+            index,
+            tokens,
+            max_token_bytes,
+            heap,
+        } = self;
+        // Heap counts come from the pair counts: the number replaced is not needed.
+        let _ = index.merge(left, right, new_id, |pair, count, delta| {
+            let (l, r) = pair_ids(pair);
+            let fits = tokens[l as usize].len() + tokens[r as usize].len() <= *max_token_bytes;
+            if delta > 0 && count > 0 && fits {
+                heap.push(Candidate {
                     count: count as u64,
-                    pair: key,
+                    pair,
                 });
             }
-        }
-        for (key, index) in additions {
-            let list = self.pair_words.entry(key).or_default();
-            if list.last() != Some(&index) {
-                list.push(index);
-            }
-        }
-    }
-}
-
-/// Merges the occurrences of `left right` in one word, left to right, and
-/// reports each change of a pair count (+1 or -1 per occurrence).
-fn merge_word(
-    word: &mut Vec<u32>,
-    left: u32,
-    right: u32,
-    new_id: u32,
-    mut change: impl FnMut(u64, i64),
-) {
-    let mut i = 0;
-    while i + 1 < word.len() {
-        if word[i] == left && word[i + 1] == right {
-            if i > 0 {
-                change(pair_key(word[i - 1], left), -1);
-                change(pair_key(word[i - 1], new_id), 1);
-            }
-            if i + 2 < word.len() {
-                change(pair_key(right, word[i + 2]), -1);
-                change(pair_key(new_id, word[i + 2]), 1);
-            }
-            word[i] = new_id;
-            word.remove(i + 1);
-        }
-        i += 1;
+        });
     }
 }

@@ -118,8 +118,9 @@ impl WordPieceModel {
         serde_json::to_string(&file).expect("serializable")
     }
 
-    /// A model from polytok JSON; errors name `source`.
-    pub fn from_json(json: &str, source: &str) -> Result<Self> {
+    /// A model from polytok JSON, with its training record; errors name
+    /// `source`.
+    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
         let file: WordPieceFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok WordPiece file: {e}")))?;
         if file.format != "polytok" || file.model != "wordpiece" {
@@ -153,7 +154,8 @@ impl WordPieceModel {
             },
             special_tokens: file.special_tokens,
         };
-        WordPieceModel::new(file.tokens, settings).map_err(|e| damaged(source, e))
+        let model = WordPieceModel::new(file.tokens, settings).map_err(|e| damaged(source, e))?;
+        Ok((model, file.training))
     }
 }
 
@@ -167,7 +169,7 @@ mod tests {
         let model =
             WordPieceModel::from_vocab_txt(text, "v.txt", WordPieceSettings::default()).unwrap();
         assert_eq!(model.to_vocab_txt(), text);
-        let again = WordPieceModel::from_json(&model.to_json(None), "m.json").unwrap();
+        let (again, _) = WordPieceModel::from_json(&model.to_json(None), "m.json").unwrap();
         assert_eq!(again.to_vocab_txt(), text);
         assert_eq!(again.settings(), model.settings());
 

@@ -5,6 +5,9 @@
 
 mod encoder;
 pub mod files;
+mod trainer;
+
+pub use trainer::{train, WordPieceTrainerSettings};
 
 use std::cell::RefCell;
 
