@@ -13,12 +13,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from polytok import PolytokError
+from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.pretokenize import PRESETS
+from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 
-MODELS = ("bpe",)
+MODELS = ("bpe", "wordpiece")
+Tokenizer = BPETokenizer | WordPieceTokenizer
 
 
 @contextmanager
@@ -33,20 +35,27 @@ def _errors() -> Iterator[None]:
         sys.exit(130)
 
 
-def _load(path: str, pattern: str | None) -> BPETokenizer:
+def _load(path: str, pattern: str | None, cased: bool = False) -> Tokenizer:
+    """A tokenizer from its file: polytok JSON (any model), a tiktoken rank
+    file (``.tiktoken``, BPE) or a BERT vocabulary (``.txt``, WordPiece)."""
     if path.endswith(".tiktoken"):
         if pattern is None:
             raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
         return BPETokenizer.from_tiktoken(path, pattern=pattern)
-    return BPETokenizer.load(path)
+    if path.endswith(".txt"):
+        return WordPieceTokenizer.from_vocab(path, lowercase=not cased)
+    return load(path)
 
 
 tokenizer_option = click.option(
     "-t", "--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
-    help="A polytok .json file or a tiktoken rank file (.tiktoken, with --pattern).",
+    help="A polytok .json file, a tiktoken rank file (.tiktoken, with --pattern) or a BERT vocab.txt.",
 )
 pattern_for_ranks = click.option(
     "--pattern", default=None, help="Pre-tokenization pattern for a .tiktoken rank file."
+)
+cased_for_vocab = click.option(
+    "--cased", is_flag=True, help="Read a BERT vocab.txt as a cased model (default: uncased)."
 )
 
 
@@ -58,52 +67,85 @@ def main() -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer (.json, or .tiktoken for the ranks only).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer: .json; or .tiktoken (BPE ranks only), .txt (WordPiece vocabulary only).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True)
-@click.option("--vocab-size", type=int, required=True, help="Total tokens: 256 bytes + merges + special tokens.")
-@click.option("--pattern", default="cl100k", show_default=True, help=f"Pre-tokenization: {', '.join(PRESETS)}, none, or a regex.")
+@click.option("--vocab-size", type=int, required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges.")
+@click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
 @click.option("--min-frequency", type=int, default=2, show_default=True, help="Do not merge pairs seen fewer times.")
-@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable); ids follow the learned tokens.")
-@click.option("--max-token-bytes", type=int, default=None, help="Longest token to learn, in bytes.")
+@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five).")
+@click.option("--max-token-bytes", type=int, default=None, help="BPE: longest token to learn, in bytes.")
+@click.option("--limit-alphabet", type=int, default=None, help="WordPiece: keep only this many characters (the most frequent).")
+@click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
-def train(files, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, errors, quiet) -> None:
+def train(files, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, errors, quiet) -> None:
     """Learn a tokenizer from FILES (files, directories of .txt files, globs)."""
     with _errors():
         start = time.perf_counter()
-        tokenizer = BPETokenizer.train(
-            files,
-            vocab_size=vocab_size,
-            pattern=pattern,
-            min_frequency=min_frequency,
-            special_tokens=special_tokens,
-            max_token_bytes=max_token_bytes,
-            errors=errors,
-            progress=False if quiet else None,
-        )
-        if output.endswith(".tiktoken"):
-            tokenizer.save_tiktoken(output)
+        progress = False if quiet else None
+        if model == "bpe":
+            if limit_alphabet is not None or cased:
+                raise click.UsageError("--limit-alphabet and --cased are WordPiece options")
+            pattern = pattern or "cl100k"
+            tokenizer = BPETokenizer.train(
+                files,
+                vocab_size=vocab_size,
+                pattern=pattern,
+                min_frequency=min_frequency,
+                special_tokens=special_tokens,
+                max_token_bytes=max_token_bytes,
+                errors=errors,
+                progress=progress,
+            )
+            described = f"bpe, pattern {pattern}"
         else:
-            tokenizer.save(output)
+            if pattern is not None or max_token_bytes is not None:
+                raise click.UsageError("--pattern and --max-token-bytes are BPE options (WordPiece splits words as BERT)")
+            tokenizer = WordPieceTokenizer.train(
+                files,
+                vocab_size=vocab_size,
+                min_frequency=min_frequency,
+                limit_alphabet=limit_alphabet,
+                lowercase=not cased,
+                special_tokens=special_tokens or BERT_SPECIAL_TOKENS,
+                errors=errors,
+                progress=progress,
+            )
+            described = f"wordpiece, {'cased' if cased else 'uncased'}"
+        _save(tokenizer, output)
         if not quiet:
             corpus = (tokenizer.training or {}).get("corpus", {})
             click.echo(
-                f"trained {tokenizer.vocab_size} tokens ({model}, pattern {pattern}) on "
+                f"trained {tokenizer.vocab_size} tokens ({described}) on "
                 f"{corpus.get('bytes', 0) / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s -> {output}",
                 err=True,
             )
 
 
+def _save(tokenizer: Tokenizer, output: str) -> None:
+    if output.endswith(".tiktoken"):
+        if not isinstance(tokenizer, BPETokenizer):
+            raise click.UsageError(".tiktoken files hold BPE ranks: save a WordPiece model as .json or .txt")
+        tokenizer.save_tiktoken(output)
+    elif output.endswith(".txt"):
+        if not isinstance(tokenizer, WordPieceTokenizer):
+            raise click.UsageError(".txt holds a WordPiece vocabulary: save a BPE model as .json or .tiktoken")
+        tokenizer.save_vocab(output)
+    else:
+        tokenizer.save(output)
+
+
 @main.command()
 @tokenizer_option
 @pattern_for_ranks
+@cased_for_vocab
 @click.argument("text", nargs=-1)
 @click.option("--allow-special", is_flag=True, help="Recognize special tokens in the text.")
 @click.option("--show", "show", type=click.Choice(["ids", "tokens", "both"]), default="ids", show_default=True)
-def encode(tokenizer_path, pattern, text, allow_special, show) -> None:
-    """Encode TEXT (or standard input) and print the ids, one line per input line."""
+def encode(tokenizer_path, pattern, cased, text, allow_special, show) -> None:
+    """Encode TEXT (or standard input) and print the ids."""
     with _errors():
-        tokenizer = _load(tokenizer_path, pattern)
+        tokenizer = _load(tokenizer_path, pattern, cased)
         source = " ".join(text) if text else sys.stdin.read()
         allowed = "all" if allow_special else ()
         ids = tokenizer.encode(source, allowed_special=allowed)
@@ -116,11 +158,12 @@ def encode(tokenizer_path, pattern, text, allow_special, show) -> None:
 @main.command()
 @tokenizer_option
 @pattern_for_ranks
+@cased_for_vocab
 @click.argument("ids", nargs=-1, type=int)
-def decode(tokenizer_path, pattern, ids) -> None:
+def decode(tokenizer_path, pattern, cased, ids) -> None:
     """Decode IDS (or whitespace-separated ids on standard input) to text."""
     with _errors():
-        tokenizer = _load(tokenizer_path, pattern)
+        tokenizer = _load(tokenizer_path, pattern, cased)
         if not ids:
             try:
                 ids = [int(tok) for tok in sys.stdin.read().split()]
@@ -133,19 +176,38 @@ def decode(tokenizer_path, pattern, ids) -> None:
 @main.command()
 @click.argument("tokenizer_path", type=click.Path(dir_okay=False))
 @pattern_for_ranks
+@cased_for_vocab
 @click.option("--sample", "samples", multiple=True, help="Text files (or directories) to tokenize as a demonstration.")
 @click.option("--longest", type=int, default=8, show_default=True, help="How many of the longest tokens to list.")
-def info(tokenizer_path, pattern, samples, longest) -> None:
+def info(tokenizer_path, pattern, cased, samples, longest) -> None:
     """Describe a tokenizer; with --sample, show how it cuts real text."""
     with _errors():
-        tokenizer = _load(tokenizer_path, pattern)
+        tokenizer = _load(tokenizer_path, pattern, cased)
         console = Console()
         summary = Table.grid(padding=(0, 2))
-        summary.add_row("model", "byte-level BPE")
-        summary.add_row("vocabulary", f"{tokenizer.vocab_size} ids ({tokenizer.n_ordinary} ordinary, {len(tokenizer.special_tokens)} special)")
-        summary.add_row("pattern", tokenizer.pattern)
-        if tokenizer.special_tokens:
-            summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
+        if isinstance(tokenizer, BPETokenizer):
+            summary.add_row("model", "byte-level BPE")
+            summary.add_row("vocabulary", f"{tokenizer.vocab_size} ids ({tokenizer.n_ordinary} ordinary, {len(tokenizer.special_tokens)} special)")
+            summary.add_row("pattern", tokenizer.pattern)
+            if tokenizer.special_tokens:
+                summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
+            ordinary = range(tokenizer.n_ordinary)
+            length = lambda i: len(tokenizer.token_bytes(i))  # noqa: E731
+        else:
+            settings = tokenizer.settings
+            summary.add_row("model", "WordPiece")
+            summary.add_row("vocabulary", f"{tokenizer.vocab_size} ids")
+            summary.add_row(
+                "text",
+                ("uncased" if settings["lowercase"] else "cased")
+                + (", accents stripped" if settings["strip_accents"] else "")
+                + f"; words over {settings['max_input_chars_per_word']} characters are {settings['unk_token']}",
+            )
+            specials = [t for t in settings["special_tokens"] if tokenizer.token_to_id(t) is not None]
+            summary.add_row("special", ", ".join(f"{t} = {tokenizer.token_to_id(t)}" for t in specials))
+            ordinary = range(tokenizer.vocab_size)
+            prefix = settings["continuing_subword_prefix"]
+            length = lambda i: len(tokenizer.id_to_token(i).removeprefix(prefix))  # noqa: E731
         training = tokenizer.training
         if training:
             corpus = training.get("corpus", {})
@@ -154,18 +216,24 @@ def info(tokenizer_path, pattern, samples, longest) -> None:
                 f"min frequency {training.get('min_frequency')}, "
                 f"on {corpus.get('bytes', 0) / 1e6:.2f} MB ({corpus.get('distinct_pieces', 0)} distinct pieces)",
             )
-        by_length = sorted(range(tokenizer.n_ordinary), key=lambda i: (-len(tokenizer.token_bytes(i)), i))
+        by_length = sorted(ordinary, key=lambda i: (-length(i), i))
         summary.add_row("longest", "  ".join(repr(tokenizer.id_to_token(i)) for i in by_length[:longest]))
         console.print(summary)
         if samples:
             _show_samples(console, tokenizer, corpus_files(samples))
 
 
-def _highlighted(tokenizer: BPETokenizer, ids: list[int]) -> Text:
+def _highlighted(tokenizer: Tokenizer, ids: list[int]) -> Text:
     """The tokens of a text, with alternating backgrounds to show where each
-    one starts. Tokens that hold only part of a character are shown together
-    with the tokens that complete it, underlined."""
+    one starts. BPE tokens that hold only part of a character are shown
+    together with the tokens that complete it, underlined."""
     text = Text()
+    styles = ("black on bright_cyan", "black on bright_yellow")
+    if isinstance(tokenizer, WordPieceTokenizer):
+        for n, token_id in enumerate(ids):
+            text.append(tokenizer.id_to_token(token_id), style=styles[n % 2])
+            text.append(" ")
+        return text
     pending, parts, n = b"", 0, 0
     for token_id in ids:
         pending += tokenizer.token_bytes(token_id)
@@ -174,15 +242,14 @@ def _highlighted(tokenizer: BPETokenizer, ids: list[int]) -> Text:
             segment = pending.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        style = "black on bright_cyan" if n % 2 == 0 else "black on bright_yellow"
-        text.append(segment.replace("\n", "\\n"), style=style + (" underline" if parts > 1 else ""))
+        text.append(segment.replace("\n", "\\n"), style=styles[n % 2] + (" underline" if parts > 1 else ""))
         pending, parts, n = b"", 0, n + 1
     if pending:
         text.append(readable(pending), style="black on bright_red")
     return text
 
 
-def _show_samples(console: Console, tokenizer: BPETokenizer, files: list[Path]) -> None:
+def _show_samples(console: Console, tokenizer: Tokenizer, files: list[Path]) -> None:
     table = Table(title="Tokens per file", title_justify="left")
     for column in ("file", "bytes", "tokens", "bytes/token", "first line, token by token"):
         table.add_column(column, justify="right" if column in ("bytes", "tokens", "bytes/token") else "left")
