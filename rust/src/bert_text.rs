@@ -3,8 +3,8 @@
 //! `BertNormalizer` and `BertPreTokenizer`, the reference for exactness).
 //!
 //! Normalization, in this order:
-//! 1. clean: drop NUL, U+FFFD and control characters (general category C*,
-//!    except tab, CR and LF); any white space becomes a space;
+//! 1. clean: drop NUL, U+FFFD and control characters (general category Cc,
+//!    Cf or Co, except tab, CR and LF); any white space becomes a space;
 //! 2. put spaces around CJK ideographs, so that each is a word;
 //! 3. strip accents: canonical decomposition (NFD), without nonspacing marks;
 //! 4. lowercase, character by character.
@@ -16,9 +16,15 @@
 //! `tokenizers` uses (`unicode_categories`, `unicode-normalization-alignments`):
 //! an older Unicode version than Rust's own tables, so a newer table would
 //! classify recently added characters differently and break exactness.
-//! ASCII, most of any text, takes a table-driven fast path.
+//! ASCII, most of any text, takes a table-driven fast path, and so does the
+//! rest of the Basic Multilingual Plane, through a table computed once from
+//! those crates' functions.
 
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
 use unicode_categories::UnicodeCategories;
+use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
 use unicode_normalization_alignments::UnicodeNormalization;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,16 +49,19 @@ impl BertNormalizer {
     /// Appends the normalized `text` to `out`.
     pub fn normalize_into(&self, text: &str, out: &mut String) {
         out.reserve(text.len());
-        // Non-ASCII characters wait here until an ASCII one (a starter, with
-        // no decomposition) ends their run: NFD may reorder marks within a
-        // run, never across an ASCII character.
+        // Characters that NFD may decompose or reorder wait here until a
+        // plain character (a starter with no decomposition, such as any
+        // ASCII one) ends their run: NFD never reorders across one.
         let mut run = String::new();
+        let flush = |run: &mut String, out: &mut String| {
+            if !run.is_empty() {
+                self.finish_run(run, out);
+                run.clear();
+            }
+        };
         for c in text.chars() {
             if c.is_ascii() {
-                if !run.is_empty() {
-                    self.finish_run(&run, out);
-                    run.clear();
-                }
+                flush(&mut run, out);
                 match ASCII_CLASS[c as usize] {
                     AsciiClass::Drop if self.clean_text => {}
                     AsciiClass::Space if self.clean_text => out.push(' '),
@@ -61,28 +70,61 @@ impl BertNormalizer {
                 }
                 continue;
             }
-            if self.clean_text {
-                if c == '\u{FFFD}' || is_control(c) {
-                    continue;
-                }
-                if c.is_whitespace() {
-                    self.finish_run(&run, out);
-                    run.clear();
-                    out.push(' ');
-                    continue;
-                }
+            let info = char_info(c);
+            if self.clean_text && info.flags & DROP != 0 {
+                continue;
             }
-            if self.handle_chinese_chars && is_chinese_char(c) {
-                self.finish_run(&run, out);
-                run.clear();
-                out.push(' ');
-                self.finish_run(c.encode_utf8(&mut [0; 4]), out);
+            if self.clean_text && info.flags & SPACE != 0 {
+                flush(&mut run, out);
                 out.push(' ');
                 continue;
             }
-            run.push(c);
+            let chinese = self.handle_chinese_chars && info.flags & CHINESE != 0;
+            if self.strip_accents && self.lowercase && info.flags & UNCASED != 0 {
+                // The common case, BERT uncased, precomputed.
+                flush(&mut run, out);
+                if chinese {
+                    out.push(' ');
+                }
+                for &unit in &info.uncased[..info.uncased_len as usize] {
+                    out.push(char::from_u32(unit as u32).expect("a BMP character"));
+                }
+                if chinese {
+                    out.push(' ');
+                }
+            } else if info.flags & PLAIN != 0 {
+                flush(&mut run, out);
+                if chinese {
+                    out.push(' ');
+                }
+                if !(self.strip_accents && info.flags & MARK != 0) {
+                    self.push_cased(c, info, out);
+                }
+                if chinese {
+                    out.push(' ');
+                }
+            } else if chinese {
+                flush(&mut run, out);
+                out.push(' ');
+                self.finish_run(c.encode_utf8(&mut [0; 4]), out);
+                out.push(' ');
+            } else {
+                run.push(c);
+            }
         }
-        self.finish_run(&run, out);
+        flush(&mut run, out);
+    }
+
+    /// A character as step 4 leaves it.
+    #[inline(always)]
+    fn push_cased(&self, c: char, info: CharInfo, out: &mut String) {
+        if !self.lowercase {
+            out.push(c);
+        } else if info.flags & LOWER_ONE != 0 {
+            out.push(char::from_u32(info.lower as u32).expect("a lowercase character"));
+        } else {
+            out.extend(c.to_lowercase());
+        }
     }
 
     /// Steps 3 and 4 for a run of non-ASCII characters.
@@ -138,8 +180,100 @@ const fn ascii_classes() -> [AsciiClass; 128] {
     classes
 }
 
-/// A control character for BERT's cleaning: general category C* (Cc, Cf,
-/// Cn, Co, Cs), tab, LF and CR excepted.
+/// What BERT's text handling asks of a character, precomputed for the Basic
+/// Multilingual Plane (from the same functions, so with the same answers).
+#[derive(Clone, Copy, Default)]
+struct CharInfo {
+    flags: u8,
+    /// The lowercase character, when `LOWER_ONE`.
+    lower: u16,
+    /// What stripping accents and lowercasing make of it, when `UNCASED`.
+    uncased: [u16; 3],
+    uncased_len: u8,
+}
+
+/// NUL, U+FFFD or a control character: cleaning drops it.
+const DROP: u8 = 1;
+/// White space.
+const SPACE: u8 = 2;
+/// A CJK ideograph.
+const CHINESE: u8 = 4;
+const PUNCT: u8 = 8;
+/// A nonspacing mark (Mn): stripping accents drops it.
+const MARK: u8 = 16;
+/// NFD leaves it as it is and never moves a mark across it: a starter
+/// (canonical combining class 0) without canonical decomposition.
+const PLAIN: u8 = 32;
+/// Its lowercase is one BMP character, `lower`.
+const LOWER_ONE: u8 = 64;
+/// BERT uncased (strip accents, lowercase) makes it `uncased`, and NFD never
+/// moves a kept mark across it: a starter whose decomposition holds only
+/// starters and nonspacing marks (dropped), such as `é` or a Hangul
+/// syllable, each kept part lowercasing to one BMP character.
+const UNCASED: u8 = 128;
+
+#[inline(always)]
+fn char_info(c: char) -> CharInfo {
+    static BMP: OnceLock<Box<[CharInfo]>> = OnceLock::new();
+    if (c as u32) < 0x10000 {
+        let table = BMP.get_or_init(|| {
+            (0..0x10000u32)
+                .into_par_iter()
+                .map(|cp| char::from_u32(cp).map_or(CharInfo::default(), compute_char_info))
+                .collect()
+        });
+        table[c as usize]
+    } else {
+        compute_char_info(c)
+    }
+}
+
+fn compute_char_info(c: char) -> CharInfo {
+    let mut flags = 0;
+    let mut set = |bit: u8, on: bool| {
+        if on {
+            flags |= bit;
+        }
+    };
+    set(DROP, c == '\0' || c == '\u{FFFD}' || is_control(c));
+    set(SPACE, c.is_whitespace());
+    set(CHINESE, is_chinese_char(c));
+    set(PUNCT, is_punctuation(c));
+    set(MARK, c.is_mark_nonspacing());
+    let mut decomposition = Vec::new();
+    decompose_canonical(c, |d| decomposition.push(d));
+    let starter = canonical_combining_class(c) == 0;
+    set(PLAIN, starter && decomposition == [c]);
+    let single_lower = |c: char| {
+        let mut lower = c.to_lowercase();
+        match (lower.next(), lower.next()) {
+            (Some(l), None) if (l as u32) < 0x10000 => Some(l as u16),
+            _ => None,
+        }
+    };
+    let lower = single_lower(c);
+    set(LOWER_ONE, lower.is_some());
+    let mut info = CharInfo {
+        flags,
+        lower: lower.unwrap_or(0),
+        ..CharInfo::default()
+    };
+    let kept: Vec<char> = decomposition
+        .into_iter()
+        .filter(|d| !d.is_mark_nonspacing())
+        .collect();
+    let only_starters = kept.iter().all(|&d| canonical_combining_class(d) == 0);
+    let uncased: Option<Vec<u16>> = kept.iter().map(|&d| single_lower(d)).collect();
+    if let Some(units) = uncased.filter(|u| starter && only_starters && u.len() <= 3) {
+        info.flags |= UNCASED;
+        info.uncased[..units.len()].copy_from_slice(&units);
+        info.uncased_len = units.len() as u8;
+    }
+    info
+}
+
+/// A control character for BERT's cleaning: general category Cc, Cf or Co
+/// (`unicode_categories`' "other"), tab, LF and CR excepted.
 fn is_control(c: char) -> bool {
     !matches!(c, '\t' | '\n' | '\r') && c.is_other()
 }
@@ -172,8 +306,17 @@ fn is_punctuation(c: char) -> bool {
 pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let mut start = None;
     for (i, c) in text.char_indices() {
-        let space = c.is_whitespace();
-        if space || is_punctuation(c) {
+        let (space, punctuation) = if c.is_ascii() {
+            let class = ASCII_CLASS[c as usize];
+            (
+                class == AsciiClass::Space || matches!(c, '\x0B' | '\x0C'),
+                class == AsciiClass::Punctuation,
+            )
+        } else {
+            let flags = char_info(c).flags;
+            (flags & SPACE != 0, flags & PUNCT != 0)
+        };
+        if space || punctuation {
             if let Some(s) = start.take() {
                 f(&text[s..i]);
             }
@@ -210,6 +353,80 @@ mod tests {
             ),
             ["hello", ",", "world", "!", "naive", "中", "文", "xy"]
         );
+    }
+
+    /// BERT's steps done one after the other on the whole text, as
+    /// `tokenizers` does: the definition the fast paths must equal.
+    fn reference(text: &str, n: BertNormalizer) -> String {
+        let mut s: String = text
+            .chars()
+            .filter(|&c| !(n.clean_text && (c == '\0' || c == '\u{FFFD}' || is_control(c))))
+            .map(|c| {
+                if n.clean_text && c.is_whitespace() {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        if n.handle_chinese_chars {
+            s = s
+                .chars()
+                .flat_map(|c| {
+                    if is_chinese_char(c) {
+                        vec![' ', c, ' ']
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect();
+        }
+        if n.strip_accents {
+            s = s
+                .nfd()
+                .map(|(c, _)| c)
+                .filter(|c| !c.is_mark_nonspacing())
+                .collect();
+        }
+        if n.lowercase {
+            s = s.chars().flat_map(char::to_lowercase).collect();
+        }
+        s
+    }
+
+    #[test]
+    fn every_bmp_character_and_mark_orders_as_the_reference() {
+        let settings = [(true, true), (false, true), (false, false), (true, false)].map(
+            |(strip_accents, lowercase)| BertNormalizer {
+                strip_accents,
+                lowercase,
+                ..BertNormalizer::uncased()
+            },
+        );
+        // After each character: nothing, and marks of several classes (a
+        // reordering across it would show), nonspacing or not (U+302E and
+        // U+1D165 are spacing marks that NFD reorders and cleaning keeps).
+        let tails = [
+            "",
+            "\u{0323}\u{0301}",
+            "\u{0F72}\u{0334}",
+            "a\u{0345}",
+            "\u{1D165}",
+            "\u{302E}\u{0323}",
+        ];
+        for cp in (0..0x10000).chain([0x1D15E, 0x2F800, 0x1F600, 0xE0001]) {
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
+            for tail in tails {
+                let text = format!("x{c}{tail}y");
+                for n in settings {
+                    let mut ours = String::new();
+                    n.normalize_into(&text, &mut ours);
+                    assert_eq!(ours, reference(&text, n), "U+{cp:04X} {tail:?} {n:?}");
+                }
+            }
+        }
     }
 
     #[test]
