@@ -211,6 +211,52 @@ def main() -> None:
         rows,
         markdown=True,
     )
+    long_words(args.runs)
+
+
+def long_words(runs: int) -> None:
+    """One word of pseudo-random letters, with the word-length limit lifted:
+    polytok's matcher reads each byte once (O(n)); tokenizers' loop tries
+    every shorter substring after each token (O(n²) lookups of O(n) bytes)."""
+    import random
+    import statistics
+    import time
+
+    from tokenizers import Tokenizer
+
+    vocab, tokenizer_json = bert_files()
+    tok = _data.import_polytok().WordPieceTokenizer.from_vocab(vocab, max_input_chars_per_word=10**9)
+    reference = Tokenizer.from_file(str(tokenizer_json))
+    reference.no_truncation()
+    reference.no_padding()
+    reference.model.max_input_chars_per_word = 10**9
+    rng = random.Random(0)
+    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(2_000_000))
+
+    def best(f, word: str) -> float:
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            f(word)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    rows = []
+    for name, f, sizes in (
+        ("polytok", lambda w: tok.encode(w), (1_000_000, 2_000_000)),
+        ("tokenizers", lambda w: reference.encode(w, add_special_tokens=False).ids, (2_000, 4_000)),
+    ):
+        small, large = (best(f, letters[:n]) for n in sizes)
+        if name == "polytok":
+            assert tok.encode(letters[:4000]) == reference.encode(letters[:4000], add_special_tokens=False).ids
+        rows.append([name, f"{sizes[0]:,}", f"{small:.4f}", f"{sizes[1]:,}", f"{large:.4f}", f"{large / small:.2f}"])
+    _data.print_table(
+        f"One long word of random letters (word-length limit lifted), seconds, median of {runs}: "
+        "time(2n) / time(n) is 2 for linear time, 4 for quadratic",
+        ["library", "n chars", "time(n) s", "2n chars", "time(2n) s", "ratio"],
+        rows,
+        markdown=True,
+    )
 
 
 if __name__ == "__main__":

@@ -157,6 +157,8 @@ def test_bad_json_and_ids(tmp_path, bert):
 def test_bad_training_input(tmp_path):
     with pytest.raises(polytok.CorpusError, match="empty"):
         polytok.WordPieceTokenizer.train_from_iterator(["", "  "], vocab_size=100, progress=False)
+    with pytest.raises(ValueError, match="a special token is empty"):
+        polytok.WordPieceTokenizer.train_from_iterator(["hello"], vocab_size=100, special_tokens=["[UNK]", ""])
     with pytest.raises(ValueError, match="vocab_size 10 is too small: .* already take"):
         polytok.WordPieceTokenizer.train_from_iterator(["hello world"], vocab_size=10, progress=False)
     (tmp_path / "bad.txt").write_bytes(b"good line\nbad \xff byte\n")

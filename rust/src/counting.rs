@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::bert_text::{for_each_word, BertNormalizer};
 use crate::corpus::{BadBytes, ChunkReader};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
 use crate::vocab::special_matcher;
@@ -61,18 +61,21 @@ pub struct Counter {
 
 impl Counter {
     pub fn new(pattern: Pattern, special_tokens: Vec<String>) -> Result<Self> {
-        Ok(Counter {
-            splitter: Splitter::Pattern(PreTokenizer::new(pattern)?),
-            special: special_matcher(&special_tokens)?,
-            special_tokens,
-        })
+        Self::with_splitter(Splitter::Pattern(PreTokenizer::new(pattern)?), special_tokens)
     }
 
     /// A counter of BERT words: normalized, then cut at white space and
     /// punctuation.
     pub fn bert(normalizer: BertNormalizer, special_tokens: Vec<String>) -> Result<Self> {
+        Self::with_splitter(Splitter::Bert(normalizer), special_tokens)
+    }
+
+    fn with_splitter(splitter: Splitter, special_tokens: Vec<String>) -> Result<Self> {
+        if special_tokens.iter().any(String::is_empty) {
+            return Err(Error::invalid("a special token is empty"));
+        }
         Ok(Counter {
-            splitter: Splitter::Bert(normalizer),
+            splitter,
             special: special_matcher(&special_tokens)?,
             special_tokens,
         })
