@@ -140,3 +140,27 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0, screen
     assert "counting" in screen and "merging" in screen and "2744/2744" in screen
+
+
+def test_wordpiece_train_encode_decode_info(tmp_path, bert_files):
+    runner = CliRunner()
+    out = tmp_path / "wp.json"
+    trained = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", str(CORPORA), "-o", str(out)])
+    assert trained.exit_code == 0, trained.output
+    assert "trained 3000 tokens (wordpiece, uncased)" in trained.output
+    ids = runner.invoke(main, ["encode", "-t", str(out), "Hello, World!"]).output.split()
+    assert runner.invoke(main, ["decode", "-t", str(out), *ids]).output == "hello, world!\n"
+    info = runner.invoke(main, ["info", str(out), "--sample", str(CORPORA / "en.txt")])
+    assert info.exit_code == 0 and "WordPiece" in info.output and "3000 ids" in info.output
+    vocab = tmp_path / "vocab.txt"
+    assert runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "-q", str(CORPORA), "-o", str(vocab)]).exit_code == 0
+    assert runner.invoke(main, ["encode", "-t", str(vocab), "Hello, World!"]).output.split() == ids
+    # A released BERT vocabulary, uncased and cased.
+    bert = str(bert_files[0])
+    shown = runner.invoke(main, ["encode", "-t", bert, "--show", "tokens", "Unaffable"])
+    assert "una ##ffa ##ble" in shown.output
+    cased = runner.invoke(main, ["encode", "-t", bert, "--cased", "--show", "tokens", "Unaffable"])
+    assert "una" not in cased.output.split()
+    # Options of the other model are usage errors.
+    wrong = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
+    assert wrong.exit_code == 2 and "BPE options" in wrong.output
