@@ -58,9 +58,9 @@ def test_arbitrary_text(bert, bert_reference, text):
     assert bert.encode(text, allowed_special="all") == reference_ids(bert_reference, [text])[0]
 
 
-def test_cased_model(bert_files):
-    """The same vocabulary read as a cased model equals tokenizers with
-    lowercase=False (and so no accent stripping)."""
+def cased_pair(bert_files):
+    """The vocabulary read as a cased model, by polytok and by tokenizers
+    (BertNormalizer with lowercase=False, and so no accent stripping)."""
     import tokenizers
 
     import polytok
@@ -69,6 +69,16 @@ def test_cased_model(bert_files):
     reference.normalizer = tokenizers.normalizers.BertNormalizer(lowercase=False)
     reference.no_truncation()
     reference.no_padding()
-    cased = polytok.WordPieceTokenizer.from_vocab(bert_files[0], lowercase=False)
+    return polytok.WordPieceTokenizer.from_vocab(bert_files[0], lowercase=False), reference
+
+
+def test_cased_model(bert_files):
+    cased, reference = cased_pair(bert_files)
     texts = ["Héllo WORLD, naïve Ünïcödé!", "Straße İstanbul ΣΊΣΥΦΟΣ", "日本語のテキスト 中文"]
     assert cased.encode_batch(texts, allowed_special="all") == reference_ids(reference, texts)
+
+
+def test_cased_model_on_flores(flores, bert_files):
+    cased, reference = cased_pair(bert_files)
+    for language, lines in sorted(flores.items())[::4]:
+        assert cased.encode_batch(lines, allowed_special="all") == reference_ids(reference, lines), language
