@@ -11,6 +11,7 @@ import json
 
 from polytok.bpe import BPETokenizer
 from polytok.pretokenize import PRESETS, pattern_regex, pretokenize
+from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "PRESETS",
     "PolytokError",
     "TokenizerFileError",
+    "UnigramTokenizer",
     "WordPieceTokenizer",
     "load",
     "pattern_regex",

@@ -61,7 +61,10 @@ pub struct Counter {
 
 impl Counter {
     pub fn new(pattern: Pattern, special_tokens: Vec<String>) -> Result<Self> {
-        Self::with_splitter(Splitter::Pattern(PreTokenizer::new(pattern)?), special_tokens)
+        Self::with_splitter(
+            Splitter::Pattern(PreTokenizer::new(pattern)?),
+            special_tokens,
+        )
     }
 
     /// A counter of BERT words: normalized, then cut at white space and

@@ -5,6 +5,8 @@
 //! - [`corpus`] and [`counting`]: read training text and count its pieces in
 //!   parallel;
 //! - [`bpe`]: the byte-level BPE model, its trainer and its encoder;
+//! - [`unigram`]: the Unigram language model (SentencePiece's), its Viterbi
+//!   encoder and `.model` files;
 //! - [`wordpiece`]: BERT's model, its encoder (linear time) and files, with
 //!   [`bert_text`]: BERT's normalization and word splitting;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
@@ -23,6 +25,7 @@ mod pair_index;
 pub mod pretokenize;
 pub mod progress;
 pub mod trie;
+pub mod unigram;
 pub mod vocab;
 pub mod wordpiece;
 

@@ -18,6 +18,7 @@ use crate::counting::{Counter, PieceCounts};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::unigram::UnigramModel;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 create_exception!(
@@ -637,6 +638,66 @@ impl WordPiece {
     }
 }
 
+/// A Unigram model (the Rust side of `polytok.UnigramTokenizer`).
+#[pyclass(module = "polytok._core", frozen)]
+struct Unigram {
+    model: UnigramModel,
+    ints: Ints,
+}
+
+#[pymethods]
+impl Unigram {
+    #[staticmethod]
+    fn from_sentencepiece(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
+        let model = py
+            .detach(|| UnigramModel::from_sentencepiece(data, source))
+            .map_err(to_py)?;
+        let ints = Ints::new(py, model.pieces().len())?;
+        Ok(Unigram { model, ints })
+    }
+
+    fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        encode_list(py, &self.ints, text, None, |t, _| Ok(self.model.encode(t)))
+    }
+
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'_, PyString>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        encode_batch_lists(py, &self.ints, &texts, None, |t, _| {
+            Ok(self.model.encode_batch(t))
+        })
+    }
+
+    fn decode(&self, ids: Vec<u32>) -> PyResult<String> {
+        self.model.decode(&ids).map_err(to_py)
+    }
+
+    fn piece(&self, id: u32) -> PyResult<String> {
+        self.model
+            .pieces()
+            .get(id as usize)
+            .map(|p| p.text.clone())
+            .ok_or_else(|| {
+                to_py(Error::UnknownTokenId {
+                    id,
+                    vocab_size: self.model.pieces().len(),
+                })
+            })
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.model.pieces().len()
+    }
+
+    #[getter]
+    fn byte_fallback(&self) -> bool {
+        self.model.byte_fallback()
+    }
+}
+
 /// The pieces of `text` under a pattern (preset name, regex or "none").
 #[pyfunction]
 fn pretokenize(text: &str, pattern: &str) -> PyResult<Vec<String>> {
@@ -657,6 +718,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PieceCounter>()?;
     m.add_class::<Bpe>()?;
     m.add_class::<WordPiece>()?;
+    m.add_class::<Unigram>()?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("PolytokError", m.py().get_type::<PolytokError>())?;

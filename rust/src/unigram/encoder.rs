@@ -1,0 +1,136 @@
+//! Viterbi segmentation, as SentencePiece's optimized encoder does it.
+//!
+//! One pass over the character starts: from each, the trie gives every piece
+//! that starts there; each extends the best path ending at the start, and
+//! the best path ending at each position keeps its last piece. Where no
+//! piece of one character starts, the unknown piece covers that character
+//! with the lowest score minus 10. Scores add up in `f32` in SentencePiece's
+//! order, and a later candidate replaces the best only if strictly better,
+//! so ties resolve as there. Consecutive unknown characters are one unknown
+//! piece; with byte fallback, each of its bytes is a byte piece instead.
+//!
+//! Cost: O(n · L) for a text of n bytes and pieces of at most L bytes, with
+//! one best-path entry per byte and no allocation per lattice node.
+
+use super::{PieceKind, UnigramModel};
+use crate::trie::Trie;
+
+/// SentencePiece's penalty of the unknown piece below the lowest score.
+const UNK_PENALTY: f32 = 10.0;
+
+#[derive(Clone, Copy)]
+struct BestPath {
+    /// The last piece, `u32::MAX` if no path ends here.
+    id: u32,
+    score: f32,
+    /// Where the last piece starts.
+    starts_at: u32,
+}
+
+impl UnigramModel {
+    /// Appends the ids of a prepared text (see `prepare`).
+    pub(super) fn encode_prepared(&self, text: &str, out: &mut Vec<u32>) {
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        if n == 0 {
+            return;
+        }
+        let unk_score = self.min_score - UNK_PENALTY;
+        let mut best = vec![
+            BestPath {
+                id: u32::MAX,
+                score: 0.0,
+                starts_at: u32::MAX,
+            };
+            n + 1
+        ];
+        let mut start = 0;
+        while start < n {
+            let till_here = best[start].score;
+            let char_len = utf8_len(bytes[start]).min(n - start);
+            let mut has_single = false;
+            let mut node = Trie::ROOT;
+            for end in start + 1..=n {
+                let Some(next) = self.trie.child(node, bytes[end - 1]) else {
+                    break;
+                };
+                node = next;
+                let Some(id) = self.trie.value(node) else {
+                    continue;
+                };
+                let piece = &self.pieces[id as usize];
+                if piece.kind == PieceKind::Unused {
+                    continue;
+                }
+                let length = end - start;
+                // As in SentencePiece: user pieces get a bonus that always
+                // selects them; sums are f32 (f64 would break its ties).
+                let score = if piece.kind == PieceKind::UserDefined {
+                    length as f32 * self.max_score - 0.1
+                } else {
+                    piece.score
+                };
+                let candidate = score + till_here;
+                let target = &mut best[end];
+                if target.starts_at == u32::MAX || candidate > target.score {
+                    *target = BestPath {
+                        id,
+                        score: candidate,
+                        starts_at: start as u32,
+                    };
+                }
+                if length == char_len {
+                    has_single = true;
+                }
+            }
+            if !has_single {
+                let candidate = unk_score + till_here;
+                let target = &mut best[start + char_len];
+                if target.starts_at == u32::MAX || candidate > target.score {
+                    *target = BestPath {
+                        id: self.unk,
+                        score: candidate,
+                        starts_at: start as u32,
+                    };
+                }
+            }
+            start += char_len;
+        }
+
+        // Back from the end; runs of unknown pieces become one.
+        let first = out.len();
+        let mut spans: Vec<(u32, usize, usize)> = Vec::new();
+        let mut end = n;
+        while end > 0 {
+            let node = best[end];
+            let begin = node.starts_at as usize;
+            match spans.last_mut() {
+                Some((id, span_begin, _)) if node.id == self.unk && *id == self.unk => {
+                    *span_begin = begin
+                }
+                _ => spans.push((node.id, begin, end)),
+            }
+            end = begin;
+        }
+        for &(id, begin, end) in spans.iter().rev() {
+            match &self.byte_pieces {
+                Some(byte_ids) if id == self.unk => {
+                    out.extend(bytes[begin..end].iter().map(|&b| byte_ids[b as usize]));
+                }
+                _ => out.push(id),
+            }
+        }
+        debug_assert!(out.len() > first);
+    }
+}
+
+/// The length of the UTF-8 character that starts with `first`.
+#[inline(always)]
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}

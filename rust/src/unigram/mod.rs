@@ -1,0 +1,302 @@
+//! Unigram language model (Kudo 2018), SentencePiece's default: a
+//! vocabulary of pieces with log-probabilities; a text is segmented into the
+//! pieces whose scores sum highest (Viterbi, `encoder.rs`).
+//!
+//! Text handling is SentencePiece's, after its (here identity) normalization:
+//! extra spaces removed, a space put in front (the "dummy prefix"), and
+//! spaces written as `▁` (U+2581), so that pieces carry word boundaries and
+//! decoding is lossless.
+
+mod encoder;
+pub mod files;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::trie::Trie;
+
+/// SentencePiece's piece types (the values of its `.model` files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceKind {
+    Normal,
+    Unknown,
+    Control,
+    UserDefined,
+    Unused,
+    Byte,
+}
+
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub text: String,
+    pub score: f32,
+    pub kind: PieceKind,
+}
+
+/// SentencePiece's whitespace handling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Whitespace {
+    /// Strip leading and trailing spaces, and keep one of each run inside.
+    pub remove_extra: bool,
+    /// Put a space in front of the text.
+    pub add_dummy_prefix: bool,
+    /// Write spaces as `▁`.
+    pub escape: bool,
+}
+
+/// The piece that stands for a space.
+pub const SPACE_SYMBOL: char = '\u{2581}';
+
+pub struct UnigramModel {
+    pieces: Vec<Piece>,
+    /// Normal, user-defined and unused pieces, by their bytes.
+    trie: Trie,
+    unk: u32,
+    /// `<0x00>`..`<0xFF>`, when unknown characters fall back to bytes.
+    byte_pieces: Option<Box<[u32; 256]>>,
+    whitespace: Whitespace,
+    min_score: f32,
+    max_score: f32,
+}
+
+impl UnigramModel {
+    pub fn new(pieces: Vec<Piece>, byte_fallback: bool, whitespace: Whitespace) -> Result<Self> {
+        let mut unk = None;
+        let mut seen = std::collections::HashMap::new();
+        for (id, piece) in pieces.iter().enumerate() {
+            if piece.text.is_empty() {
+                return Err(Error::invalid(format!("piece {id} is empty")));
+            }
+            if let Some(first) = seen.insert(piece.text.as_str(), id) {
+                return Err(Error::invalid(format!(
+                    "pieces {first} and {id} are both {:?}",
+                    piece.text
+                )));
+            }
+            if piece.kind == PieceKind::Unknown {
+                if unk.is_some() {
+                    return Err(Error::invalid("more than one unknown piece"));
+                }
+                unk = Some(id as u32);
+            }
+        }
+        let unk = unk.ok_or_else(|| Error::invalid("no unknown piece (<unk>)"))?;
+        let in_trie = |kind: PieceKind| {
+            matches!(
+                kind,
+                PieceKind::Normal | PieceKind::UserDefined | PieceKind::Unused
+            )
+        };
+        let trie = Trie::new(
+            pieces
+                .iter()
+                .zip(0..)
+                .filter(|(p, _)| in_trie(p.kind))
+                .map(|(p, id)| (p.text.as_bytes(), id)),
+        );
+        let normal = pieces.iter().filter(|p| p.kind == PieceKind::Normal);
+        let min_score = normal
+            .clone()
+            .map(|p| p.score)
+            .fold(f32::INFINITY, f32::min);
+        let max_score = normal.map(|p| p.score).fold(f32::NEG_INFINITY, f32::max);
+        let byte_pieces = if byte_fallback {
+            let mut ids = Box::new([u32::MAX; 256]);
+            for (id, piece) in pieces.iter().enumerate() {
+                if piece.kind == PieceKind::Byte {
+                    let byte = parse_byte_piece(&piece.text).ok_or_else(|| {
+                        Error::invalid(format!("byte piece {id} is {:?}, not <0xHH>", piece.text))
+                    })?;
+                    ids[byte as usize] = id as u32;
+                }
+            }
+            if let Some(b) = ids.iter().position(|&id| id == u32::MAX) {
+                return Err(Error::invalid(format!(
+                    "byte fallback is on but the byte piece <0x{b:02X}> is missing"
+                )));
+            }
+            Some(ids)
+        } else {
+            None
+        };
+        Ok(UnigramModel {
+            pieces,
+            trie,
+            unk,
+            byte_pieces,
+            whitespace,
+            min_score,
+            max_score,
+        })
+    }
+
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    pub fn unk_id(&self) -> u32 {
+        self.unk
+    }
+
+    pub fn byte_fallback(&self) -> bool {
+        self.byte_pieces.is_some()
+    }
+
+    pub fn whitespace(&self) -> Whitespace {
+        self.whitespace
+    }
+
+    /// The text as the model sees it, after SentencePiece's (identity)
+    /// normalizer: leading spaces dropped, the dummy prefix added, each run
+    /// of spaces kept as one, spaces written as `▁`, and trailing `▁`
+    /// dropped (a `▁` of the input included, as there).
+    pub fn prepare(&self, text: &str) -> String {
+        let ws = self.whitespace;
+        let input = if ws.remove_extra {
+            text.trim_start_matches(' ')
+        } else {
+            text
+        };
+        let space = if ws.escape { SPACE_SYMBOL } else { ' ' };
+        let mut out = String::with_capacity(input.len() + 3);
+        if ws.add_dummy_prefix {
+            out.push(space);
+        }
+        let mut previous_space = ws.remove_extra;
+        for c in input.chars() {
+            if c == ' ' {
+                if !previous_space {
+                    out.push(space);
+                }
+                previous_space = ws.remove_extra;
+            } else {
+                out.push(c);
+                previous_space = false;
+            }
+        }
+        if ws.remove_extra {
+            while out.ends_with(space) {
+                out.pop();
+            }
+        }
+        out
+    }
+
+    /// The ids of `text`'s best segmentation.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let prepared = self.prepare(text);
+        let mut out = Vec::with_capacity(prepared.len() / 3 + 1);
+        self.encode_prepared(&prepared, &mut out);
+        out
+    }
+
+    pub fn encode_batch(&self, texts: &[&str]) -> Vec<Vec<u32>> {
+        texts.par_iter().map(|text| self.encode(text)).collect()
+    }
+
+    /// The text of `ids`, as SentencePiece decodes it: `▁` back to spaces,
+    /// the leading `▁` of the text dropped (the dummy prefix), runs of byte
+    /// pieces joined as UTF-8 (invalid bytes as U+FFFD), `<unk>` as " ⁇ ",
+    /// control pieces as nothing.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        for &id in ids {
+            let piece = self.pieces.get(id as usize).ok_or(Error::UnknownTokenId {
+                id,
+                vocab_size: self.pieces.len(),
+            })?;
+            if piece.kind == PieceKind::Byte {
+                bytes.push(parse_byte_piece(&piece.text).expect("checked at load"));
+                continue;
+            }
+            text.push_str(&String::from_utf8_lossy(&bytes));
+            bytes.clear();
+            match piece.kind {
+                PieceKind::Control => {}
+                PieceKind::Unknown => text.push_str(" \u{2047} "),
+                _ => {
+                    let mut surface = piece.text.as_str();
+                    if text.is_empty() && self.whitespace.add_dummy_prefix {
+                        surface = surface.strip_prefix(SPACE_SYMBOL).unwrap_or(surface);
+                    }
+                    text.push_str(&surface.replace(SPACE_SYMBOL, " "));
+                }
+            }
+        }
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        Ok(text)
+    }
+}
+
+/// The byte of a `<0xHH>` piece.
+fn parse_byte_piece(text: &str) -> Option<u8> {
+    let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;
+    (hex.len() == 2)
+        .then(|| u8::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(pieces: &[(&str, f32)], byte_fallback: bool) -> UnigramModel {
+        let mut all = vec![Piece {
+            text: "<unk>".into(),
+            score: 0.0,
+            kind: PieceKind::Unknown,
+        }];
+        all.extend(pieces.iter().map(|&(text, score)| Piece {
+            text: text.into(),
+            score,
+            kind: PieceKind::Normal,
+        }));
+        if byte_fallback {
+            all.extend((0..=255u8).map(|b| Piece {
+                text: format!("<0x{b:02X}>"),
+                score: 0.0,
+                kind: PieceKind::Byte,
+            }));
+        }
+        let whitespace = Whitespace {
+            remove_extra: true,
+            add_dummy_prefix: true,
+            escape: true,
+        };
+        UnigramModel::new(all, byte_fallback, whitespace).unwrap()
+    }
+
+    #[test]
+    fn whitespace_as_sentencepiece() {
+        let m = model(&[("a", -1.0)], false);
+        assert_eq!(m.prepare("  a   b  "), "▁a▁b");
+        assert_eq!(m.prepare("a▁"), "▁a");
+        assert_eq!(m.prepare("▁"), "");
+        assert_eq!(m.prepare("a ▁ b"), "▁a▁▁▁b");
+        assert_eq!(m.prepare("a\tb"), "▁a\tb");
+    }
+
+    #[test]
+    fn best_path_unknown_runs_and_bytes() {
+        let m = model(
+            &[
+                ("▁", -1.0),
+                ("a", -2.0),
+                ("b", -2.0),
+                ("ab", -3.0),
+                ("▁ab", -5.0),
+            ],
+            false,
+        );
+        // ▁ab (-5) loses to ▁ + ab (-4).
+        assert_eq!(m.encode("ab"), [1, 4]);
+        // Two unknown characters make one <unk>.
+        assert_eq!(m.encode("xyab"), [1, 0, 4]);
+        assert_eq!(m.decode(&[1, 0, 4]).unwrap(), " \u{2047} ab");
+        let b = model(&[("▁", -1.0), ("a", -2.0)], true);
+        let ids = b.encode("aé");
+        assert_eq!(ids.len(), 4);
+        assert_eq!(b.decode(&ids).unwrap(), "aé");
+    }
+}
