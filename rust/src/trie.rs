@@ -3,12 +3,18 @@
 //! general multi-pattern matcher (Aho-Corasick) would build failure links
 //! that an anchored search never uses and costs more per query.
 //!
-//! Layout: the root's children in a dense 256-entry table (every query
-//! starts there), every other node's children as a sorted run of edges in
-//! one flat array (most nodes have one or two). A query costs one step per
-//! matched byte. Building is O(total key length).
+//! Layout: the children of the root and of every node with many children
+//! (such as `▁` in a SentencePiece vocabulary, with thousands) in dense
+//! 256-entry tables, every other node's children as a sorted run of a few
+//! edges in one flat array (most nodes have one or two). A step costs one
+//! table read or a scan of at most `DENSE_FROM - 1` edges, so a query costs
+//! O(1) per matched byte. Building is O(total key length).
+
+use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;
+/// Nodes with this many children or more get a dense table.
+const DENSE_FROM: usize = 16;
 
 #[derive(Clone, Copy)]
 struct Node {
@@ -17,13 +23,16 @@ struct Node {
     n_edges: u32,
     /// The value of the key that ends here, or `NONE`.
     value: u32,
+    /// Its dense table of children in `dense`, or `NONE`.
+    dense: u32,
 }
 
 pub struct Trie {
-    root: [u32; 256],
     nodes: Vec<Node>,
     /// `(byte, child node)`, sorted by byte within each node.
     edges: Vec<(u8, u32)>,
+    /// Child by byte (`NONE`: none), for the nodes that have one.
+    dense: Vec<[u32; 256]>,
 }
 
 impl Trie {
@@ -32,39 +41,67 @@ impl Trie {
     pub fn new<'k>(keys: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
         // Build with growable child lists, then flatten them.
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut child_of: FxHashMap<(u32, u8), u32> = FxHashMap::default();
         let mut values: Vec<u32> = vec![NONE];
         for (key, value) in keys {
-            let mut node = 0usize;
+            let mut node = 0u32;
             for &byte in key {
-                node = match children[node].iter().find(|&&(b, _)| b == byte) {
-                    Some(&(_, child)) => child as usize,
-                    None => {
-                        let child = children.len() as u32;
-                        children[node].push((byte, child));
-                        children.push(Vec::new());
-                        values.push(NONE);
-                        child as usize
-                    }
-                };
+                node = *child_of.entry((node, byte)).or_insert_with(|| {
+                    let child = children.len() as u32;
+                    children[node as usize].push((byte, child));
+                    children.push(Vec::new());
+                    values.push(NONE);
+                    child
+                });
             }
-            values[node] = value;
+            values[node as usize] = value;
         }
-        let mut root = [NONE; 256];
-        for &(byte, child) in &children[0] {
-            root[byte as usize] = child;
+        // Number the nodes breadth-first: the short prefixes, which every
+        // query reads, then sit together in memory.
+        let mut order = Vec::with_capacity(children.len());
+        order.push(0u32);
+        let mut next = 0;
+        while next < order.len() {
+            let node = order[next] as usize;
+            children[node].sort_unstable_by_key(|&(byte, _)| byte);
+            order.extend(children[node].iter().map(|&(_, child)| child));
+            next += 1;
+        }
+        let mut new_id = vec![0u32; children.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
         }
         let mut nodes = Vec::with_capacity(children.len());
         let mut edges = Vec::with_capacity(children.len());
-        for (list, value) in children.iter_mut().zip(values) {
-            list.sort_unstable_by_key(|&(byte, _)| byte);
-            nodes.push(Node {
+        let mut dense = Vec::new();
+        for (i, &old) in order.iter().enumerate() {
+            let list: Vec<(u8, u32)> = children[old as usize]
+                .iter()
+                .map(|&(byte, child)| (byte, new_id[child as usize]))
+                .collect();
+            let value = values[old as usize];
+            let mut node = Node {
                 first_edge: edges.len() as u32,
                 n_edges: list.len() as u32,
                 value,
-            });
-            edges.extend_from_slice(list);
+                dense: NONE,
+            };
+            if i == Self::ROOT as usize || list.len() >= DENSE_FROM {
+                let mut table = [NONE; 256];
+                for &(byte, child) in list.iter() {
+                    table[byte as usize] = child;
+                }
+                node.dense = dense.len() as u32;
+                dense.push(table);
+            }
+            nodes.push(node);
+            edges.extend_from_slice(&list);
         }
-        Trie { root, nodes, edges }
+        Trie {
+            nodes,
+            edges,
+            dense,
+        }
     }
 
     /// The root node (the empty key).
@@ -83,14 +120,15 @@ impl Trie {
     /// The child of `node` along `byte`.
     #[inline(always)]
     pub fn child(&self, node: u32, byte: u8) -> Option<u32> {
-        let child = if node == Self::ROOT {
-            self.root[byte as usize]
+        let Node {
+            first_edge,
+            n_edges,
+            dense,
+            ..
+        } = self.nodes[node as usize];
+        let child = if dense != NONE {
+            self.dense[dense as usize][byte as usize]
         } else {
-            let Node {
-                first_edge,
-                n_edges,
-                ..
-            } = self.nodes[node as usize];
             let edges = &self.edges[first_edge as usize..(first_edge + n_edges) as usize];
             match edges.iter().find(|&&(b, _)| b >= byte) {
                 Some(&(b, child)) if b == byte => child,

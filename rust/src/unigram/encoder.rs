@@ -58,17 +58,17 @@ impl UnigramModel {
                 let Some(id) = self.trie.value(node) else {
                     continue;
                 };
-                let piece = &self.pieces[id as usize];
-                if piece.kind == PieceKind::Unused {
+                let kind = self.kinds[id as usize];
+                if kind == PieceKind::Unused {
                     continue;
                 }
                 let length = end - start;
                 // As in SentencePiece: user pieces get a bonus that always
                 // selects them; sums are f32 (f64 would break its ties).
-                let score = if piece.kind == PieceKind::UserDefined {
+                let score = if kind == PieceKind::UserDefined {
                     length as f32 * self.max_score - 0.1
                 } else {
-                    piece.score
+                    self.scores[id as usize]
                 };
                 let candidate = score + till_here;
                 let target = &mut best[end];

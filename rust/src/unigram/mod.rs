@@ -49,6 +49,10 @@ pub const SPACE_SYMBOL: char = '\u{2581}';
 
 pub struct UnigramModel {
     pieces: Vec<Piece>,
+    /// Each piece's score and kind, compact: the encoder reads one per
+    /// match, and `pieces` (with the texts) would not stay in cache.
+    scores: Vec<f32>,
+    kinds: Vec<PieceKind>,
     /// Normal, user-defined and unused pieces, by their bytes.
     trie: Trie,
     unk: u32,
@@ -120,6 +124,8 @@ impl UnigramModel {
             None
         };
         Ok(UnigramModel {
+            scores: pieces.iter().map(|p| p.score).collect(),
+            kinds: pieces.iter().map(|p| p.kind).collect(),
             pieces,
             trie,
             unk,
