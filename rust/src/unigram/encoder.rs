@@ -12,11 +12,19 @@
 //! Cost: O(n · L) for a text of n bytes and pieces of at most L bytes, with
 //! one best-path entry per byte and no allocation per lattice node.
 
+use std::cell::RefCell;
+
 use super::{PieceKind, UnigramModel};
 use crate::trie::Trie;
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
+
+thread_local! {
+    /// The best paths and the spans of a text, reused between calls.
+    static BUFFERS: RefCell<(Vec<BestPath>, Vec<(u32, usize, usize)>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
 
 #[derive(Clone, Copy)]
 struct BestPath {
@@ -36,14 +44,25 @@ impl UnigramModel {
             return;
         }
         let unk_score = self.min_score - UNK_PENALTY;
-        let mut best = vec![
+        BUFFERS.with(|buffers| {
+            let (best, spans) = &mut *buffers.borrow_mut();
+            self.viterbi(bytes, unk_score, best);
+            self.best_pieces(bytes, best, spans, out);
+        });
+    }
+
+    /// Fills `best[end]` with the best path ending at each character end.
+    fn viterbi(&self, bytes: &[u8], unk_score: f32, best: &mut Vec<BestPath>) {
+        let n = bytes.len();
+        best.clear();
+        best.resize(
+            n + 1,
             BestPath {
                 id: u32::MAX,
                 score: 0.0,
                 starts_at: u32::MAX,
-            };
-            n + 1
-        ];
+            },
+        );
         let mut start = 0;
         while start < n {
             let till_here = best[start].score;
@@ -96,11 +115,20 @@ impl UnigramModel {
             }
             start += char_len;
         }
+    }
 
-        // Back from the end; runs of unknown pieces become one.
+    /// The pieces of the best path, from the end back; runs of unknown
+    /// pieces become one.
+    fn best_pieces(
+        &self,
+        bytes: &[u8],
+        best: &[BestPath],
+        spans: &mut Vec<(u32, usize, usize)>,
+        out: &mut Vec<u32>,
+    ) {
         let first = out.len();
-        let mut spans: Vec<(u32, usize, usize)> = Vec::new();
-        let mut end = n;
+        spans.clear();
+        let mut end = bytes.len();
         while end > 0 {
             let node = best[end];
             let begin = node.starts_at as usize;
