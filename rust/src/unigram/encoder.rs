@@ -20,9 +20,12 @@ use crate::trie::Trie;
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
 
+/// A piece of the best path: id, start and end byte.
+type Span = (u32, usize, usize);
+
 thread_local! {
     /// The best paths and the spans of a text, reused between calls.
-    static BUFFERS: RefCell<(Vec<BestPath>, Vec<(u32, usize, usize)>)> =
+    static BUFFERS: RefCell<(Vec<BestPath>, Vec<Span>)> =
         const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
@@ -123,7 +126,7 @@ impl UnigramModel {
         &self,
         bytes: &[u8],
         best: &[BestPath],
-        spans: &mut Vec<(u32, usize, usize)>,
+        spans: &mut Vec<Span>,
         out: &mut Vec<u32>,
     ) {
         let first = out.len();
