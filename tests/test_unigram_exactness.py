@@ -84,3 +84,59 @@ def test_bad_model_files(tmp_path):
     )
     with pytest.raises(polytok.TokenizerFileError, match="not a Unigram model"):
         polytok.UnigramTokenizer.from_sentencepiece(bpe + ".model")
+
+
+def test_nbest_equals_sentencepiece(models):
+    import math
+
+    ours, reference = models
+    # Words and short phrases (SentencePiece's own search is bounded, and
+    # gives fewer results on long texts).
+    words = sorted(set((CORPORA / "en.txt").read_text("utf-8").split()))[:150]
+    lines = words + ["tokenization", "Hello world", "ꙮ x ꙮ", "naïve café"]
+    compared = 0
+    for line in lines:
+        best = ours.nbest(line, 5)
+        assert best[0][0] == ours.encode(line)
+        scores = [score for _, score in best]
+        assert scores == sorted(scores, reverse=True)
+        theirs = reference.nbest_encode(line, nbest_size=5)
+        if len(theirs) < len(best):
+            continue
+        # The same scores (equal scores may come in another order, and a
+        # tie at the k-th place may be broken the other way).
+        if any(reference.is_unknown(i) or reference.is_byte(i) for ids in theirs for i in ids):
+            continue
+        their_scores = [sum(reference.get_score(i) for i in ids) for ids in theirs]
+        expected = sorted(their_scores, reverse=True)
+        assert len(scores) == len(expected) and all(
+            math.isclose(a, b, abs_tol=1e-3) for a, b in zip(scores, expected)
+        ), line
+        assert best[0][0] == theirs[0] or math.isclose(scores[0], scores[1], abs_tol=1e-4)
+        compared += 1
+    assert compared >= 100
+
+
+def test_sampling_follows_the_model(models):
+    """Sampled segmentations of a word occur as often as the model says:
+    P(segmentation) = exp(alpha * score) / Z over all of them (from nbest),
+    checked with a chi-square test at fixed seeds."""
+    import math
+    from collections import Counter
+
+    ours, _ = models
+    text, alpha, draws = "token", 0.5, 20_000
+    every = ours.nbest(text, 10_000)
+    weights = {tuple(ids): math.exp(alpha * score) for ids, score in every}
+    total = sum(weights.values())
+    counts = Counter(tuple(ours.sample(text, alpha=alpha, seed=seed)) for seed in range(draws))
+    assert set(counts) <= set(weights)
+    expected = {ids: draws * w / total for ids, w in weights.items()}
+    cells = [ids for ids, e in expected.items() if e >= 5]
+    chi2 = sum((counts[ids] - expected[ids]) ** 2 / expected[ids] for ids in cells)
+    critical = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46, 7: 24.32, 8: 26.12, 9: 27.88, 10: 29.59}
+    assert len(cells) - 1 in critical and chi2 < critical[len(cells) - 1]  # p = 0.001
+    assert ours.sample(text, alpha=alpha, seed=7) == ours.sample(text, alpha=alpha, seed=7)
+    assert ours.sample(text, alpha=1000.0, seed=1) == ours.encode(text)
+    with pytest.raises(ValueError, match="alpha"):
+        ours.sample(text, alpha=-1.0)

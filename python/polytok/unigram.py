@@ -4,6 +4,7 @@ encoding of SentencePiece ``.model`` files."""
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterable, Sequence
 
 from polytok import _core
@@ -54,6 +55,27 @@ class UnigramTokenizer:
         """The text of ``ids`` (``▁`` back to spaces, the leading one removed,
         byte pieces joined into UTF-8)."""
         return self._core.decode(list(ids))
+
+    def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
+        """The ``k`` best segmentations of ``text`` with their scores (sums of
+        piece log-probabilities), best first; the first is :meth:`encode`'s."""
+        if k < 0:
+            raise ValueError(f"k must be at least 0, not {k}")
+        return self._core.nbest(without_surrogates(text), k)
+
+    def sample(self, text: str, *, alpha: float = 1.0, seed: int | None = None) -> list[int]:
+        """One segmentation drawn with probability proportional to
+        ``exp(alpha * score)`` (subword regularization: alpha near 0 samples
+        almost uniformly, large alpha almost always gives :meth:`encode`'s).
+        ``seed`` (0 to 2**64 - 1) makes the draw reproducible; by default
+        each call draws anew."""
+        if alpha < 0:
+            raise ValueError(f"alpha must be at least 0, not {alpha}")
+        if seed is None:
+            seed = random.getrandbits(64)
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be in 0..2**64, not {seed}")
+        return self._core.sample(without_surrogates(text), alpha, seed)
 
     def tokens(self, text: str) -> list[str]:
         """The pieces of ``text`` as strings."""

@@ -674,6 +674,17 @@ impl Unigram {
         self.model.decode(&ids).map_err(to_py)
     }
 
+    /// The `k` best segmentations with their scores, best first.
+    fn nbest(&self, py: Python<'_>, text: &str, k: usize) -> Vec<(Vec<u32>, f64)> {
+        py.detach(|| self.model.nbest(text, k))
+    }
+
+    /// One segmentation drawn with probability proportional to
+    /// exp(alpha × score).
+    fn sample(&self, py: Python<'_>, text: &str, alpha: f64, seed: u64) -> Vec<u32> {
+        py.detach(|| self.model.sample(text, alpha, seed))
+    }
+
     fn piece(&self, id: u32) -> PyResult<String> {
         self.model
             .pieces()

@@ -157,7 +157,7 @@ impl UnigramModel {
 
 /// The length of the UTF-8 character that starts with `first`.
 #[inline(always)]
-fn utf8_len(first: u8) -> usize {
+pub(super) fn utf8_len(first: u8) -> usize {
     match first {
         0x00..=0x7F => 1,
         0xC0..=0xDF => 2,

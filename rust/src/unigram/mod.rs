@@ -9,6 +9,7 @@
 
 mod encoder;
 pub mod files;
+mod lattice;
 
 use rayon::prelude::*;
 
