@@ -46,16 +46,15 @@ impl UnigramModel {
         if n == 0 {
             return;
         }
-        let unk_score = self.min_score - UNK_PENALTY;
         BUFFERS.with(|buffers| {
             let (best, spans) = &mut *buffers.borrow_mut();
-            self.viterbi(bytes, unk_score, best);
+            self.viterbi(bytes, best);
             self.best_pieces(bytes, best, spans, out);
         });
     }
 
     /// Fills `best[end]` with the best path ending at each character end.
-    fn viterbi(&self, bytes: &[u8], unk_score: f32, best: &mut Vec<BestPath>) {
+    fn viterbi(&self, bytes: &[u8], best: &mut Vec<BestPath>) {
         let n = bytes.len();
         best.clear();
         best.resize(
@@ -66,32 +65,9 @@ impl UnigramModel {
                 starts_at: u32::MAX,
             },
         );
-        let mut start = 0;
-        while start < n {
+        self.for_each_piece_start(bytes, |start, matches| {
             let till_here = best[start].score;
-            let char_len = utf8_len(bytes[start]).min(n - start);
-            let mut has_single = false;
-            let mut node = Trie::ROOT;
-            for end in start + 1..=n {
-                let Some(next) = self.trie.child(node, bytes[end - 1]) else {
-                    break;
-                };
-                node = next;
-                let Some(id) = self.trie.value(node) else {
-                    continue;
-                };
-                let kind = self.kinds[id as usize];
-                if kind == PieceKind::Unused {
-                    continue;
-                }
-                let length = end - start;
-                // As in SentencePiece: user pieces get a bonus that always
-                // selects them; sums are f32 (f64 would break its ties).
-                let score = if kind == PieceKind::UserDefined {
-                    length as f32 * self.max_score - 0.1
-                } else {
-                    self.scores[id as usize]
-                };
+            for &(end, id, score) in matches {
                 let candidate = score + till_here;
                 let target = &mut best[end];
                 if target.starts_at == u32::MAX || candidate > target.score {
@@ -101,23 +77,8 @@ impl UnigramModel {
                         starts_at: start as u32,
                     };
                 }
-                if length == char_len {
-                    has_single = true;
-                }
             }
-            if !has_single {
-                let candidate = unk_score + till_here;
-                let target = &mut best[start + char_len];
-                if target.starts_at == u32::MAX || candidate > target.score {
-                    *target = BestPath {
-                        id: self.unk,
-                        score: candidate,
-                        starts_at: start as u32,
-                    };
-                }
-            }
-            start += char_len;
-        }
+        });
     }
 
     /// The pieces of the best path, from the end back; runs of unknown
@@ -152,6 +113,57 @@ impl UnigramModel {
             }
         }
         debug_assert!(out.len() > first);
+    }
+}
+
+impl UnigramModel {
+    /// Calls `f(start, matches)` for each character start of `bytes`, in
+    /// order, with the pieces that start there as `(end, id, score)`, shortest
+    /// first (the order of SentencePiece's trie walk): every normal or
+    /// user-defined piece (user pieces with SentencePiece's bonus, which
+    /// always selects them), and the unknown piece over one character when
+    /// no piece covers just that character.
+    pub(super) fn for_each_piece_start(
+        &self,
+        bytes: &[u8],
+        mut f: impl FnMut(usize, &[(usize, u32, f32)]),
+    ) {
+        let n = bytes.len();
+        let unk_score = self.min_score - UNK_PENALTY;
+        let mut matches: Vec<(usize, u32, f32)> = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let char_len = utf8_len(bytes[start]).min(n - start);
+            let mut has_single = false;
+            let mut node = Trie::ROOT;
+            matches.clear();
+            for end in start + 1..=n {
+                let Some(next) = self.trie.child(node, bytes[end - 1]) else {
+                    break;
+                };
+                node = next;
+                let Some(id) = self.trie.value(node) else {
+                    continue;
+                };
+                let kind = self.kinds[id as usize];
+                if kind == PieceKind::Unused {
+                    continue;
+                }
+                let length = end - start;
+                let score = if kind == PieceKind::UserDefined {
+                    length as f32 * self.max_score - 0.1
+                } else {
+                    self.scores[id as usize]
+                };
+                matches.push((end, id, score));
+                has_single |= length == char_len;
+            }
+            if !has_single {
+                matches.push((start + char_len, self.unk, unk_score));
+            }
+            f(start, &matches);
+            start += char_len;
+        }
     }
 }
 

@@ -9,8 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::{PieceKind, UnigramModel};
-use crate::trie::Trie;
+use super::UnigramModel;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -26,43 +25,16 @@ struct Lattice {
 
 impl UnigramModel {
     fn lattice(&self, bytes: &[u8]) -> Lattice {
-        let n = bytes.len();
-        let unk_score = (self.min_score - 10.0) as f64;
-        let mut ending_at = vec![Vec::new(); n + 1];
-        let mut start = 0;
-        while start < n {
-            let char_len = super::encoder::utf8_len(bytes[start]).min(n - start);
-            let mut has_single = false;
-            let mut node = Trie::ROOT;
-            for end in start + 1..=n {
-                let Some(next) = self.trie.child(node, bytes[end - 1]) else {
-                    break;
-                };
-                node = next;
-                let Some(id) = self.trie.value(node) else {
-                    continue;
-                };
-                let kind = self.kinds[id as usize];
-                if kind == PieceKind::Unused {
-                    continue;
-                }
-                let score = if kind == PieceKind::UserDefined {
-                    ((end - start) as f32 * self.max_score - 0.1) as f64
-                } else {
-                    self.scores[id as usize] as f64
-                };
-                ending_at[end].push(Node { id, start, score });
-                has_single |= end - start == char_len;
-            }
-            if !has_single {
-                ending_at[start + char_len].push(Node {
-                    id: self.unk,
+        let mut ending_at = vec![Vec::new(); bytes.len() + 1];
+        self.for_each_piece_start(bytes, |start, matches| {
+            for &(end, id, score) in matches {
+                ending_at[end].push(Node {
+                    id,
                     start,
-                    score: unk_score,
+                    score: score as f64,
                 });
             }
-            start += char_len;
-        }
+        });
         Lattice { ending_at }
     }
 
