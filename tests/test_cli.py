@@ -164,3 +164,28 @@ def test_wordpiece_train_encode_decode_info(tmp_path, bert_files):
     # Options of the other model are usage errors.
     wrong = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
     assert wrong.exit_code == 2 and "BPE options" in wrong.output
+
+
+def test_unigram_models(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    prefix = str(tmp_path / "uni")
+    spm.SentencePieceTrainer.train(
+        input=str(CORPORA / "en.txt"), model_prefix=prefix, vocab_size=800,
+        normalization_rule_name="identity", minloglevel=2,
+    )
+    model = prefix + ".model"
+    runner = CliRunner()
+    reference = spm.SentencePieceProcessor(model_file=model)
+    ids = runner.invoke(main, ["encode", "-t", model, "Hello world"]).output.split()
+    assert [int(i) for i in ids] == reference.encode("Hello world")
+    assert runner.invoke(main, ["decode", "-t", model, *ids]).output == "Hello world\n"
+    best = runner.invoke(main, ["encode", "-t", model, "--nbest", "3", "tokenizers"])
+    lines = best.output.splitlines()
+    assert best.exit_code == 0 and len(lines) == 3
+    assert lines[0].split("\t")[1].split() == [str(i) for i in reference.encode("tokenizers")]
+    draw = ["encode", "-t", model, "--sample", "--alpha", "0.1", "--seed", "5", "tokenizers"]
+    assert runner.invoke(main, draw).output == runner.invoke(main, draw).output
+    info = runner.invoke(main, ["info", model, "--sample", str(CORPORA / "en.txt")])
+    assert info.exit_code == 0 and "Unigram" in info.output and "800 pieces" in info.output
+    bpe_only = runner.invoke(main, ["encode", "-t", model, "--allow-special", "x"])
+    assert bpe_only.exit_code == 2

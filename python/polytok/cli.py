@@ -17,10 +17,11 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.pretokenize import PRESETS
+from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 
 MODELS = ("bpe", "wordpiece")
-Tokenizer = BPETokenizer | WordPieceTokenizer
+Tokenizer = BPETokenizer | WordPieceTokenizer | UnigramTokenizer
 
 
 @contextmanager
@@ -37,7 +38,10 @@ def _errors() -> Iterator[None]:
 
 def _load(path: str, pattern: str | None, cased: bool = False) -> Tokenizer:
     """A tokenizer from its file: polytok JSON (any model), a tiktoken rank
-    file (``.tiktoken``, BPE) or a BERT vocabulary (``.txt``, WordPiece)."""
+    file (``.tiktoken``, BPE), a BERT vocabulary (``.txt``, WordPiece) or a
+    SentencePiece Unigram model (``.model``)."""
+    if path.endswith(".model"):
+        return UnigramTokenizer.from_sentencepiece(path)
     if path.endswith(".tiktoken"):
         if pattern is None:
             raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
@@ -49,7 +53,7 @@ def _load(path: str, pattern: str | None, cased: bool = False) -> Tokenizer:
 
 tokenizer_option = click.option(
     "-t", "--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
-    help="A polytok .json file, a tiktoken rank file (.tiktoken, with --pattern) or a BERT vocab.txt.",
+    help="A polytok .json file, a tiktoken rank file (.tiktoken, with --pattern), a BERT vocab.txt or a SentencePiece .model (Unigram).",
 )
 pattern_for_ranks = click.option(
     "--pattern", default=None, help="Pre-tokenization pattern for a .tiktoken rank file."
@@ -142,17 +146,38 @@ def _save(tokenizer: Tokenizer, output: str) -> None:
 @click.argument("text", nargs=-1)
 @click.option("--allow-special", is_flag=True, help="Recognize special tokens in the text.")
 @click.option("--show", "show", type=click.Choice(["ids", "tokens", "both"]), default="ids", show_default=True)
-def encode(tokenizer_path, pattern, cased, text, allow_special, show) -> None:
+@click.option("--nbest", type=int, default=None, help="Unigram: the K best segmentations, one per line, with their scores.")
+@click.option("--sample", "sample", is_flag=True, help="Unigram: draw one segmentation (subword regularization).")
+@click.option("--alpha", type=float, default=1.0, show_default=True, help="Unigram sampling: inverse temperature.")
+@click.option("--seed", type=int, default=None, help="Unigram sampling: seed, for a reproducible draw.")
+def encode(tokenizer_path, pattern, cased, text, allow_special, show, nbest, sample, alpha, seed) -> None:
     """Encode TEXT (or standard input) and print the ids."""
     with _errors():
         tokenizer = _load(tokenizer_path, pattern, cased)
         source = " ".join(text) if text else sys.stdin.read()
-        allowed = "all" if allow_special else ()
-        ids = tokenizer.encode(source, allowed_special=allowed)
-        if show in ("ids", "both"):
-            click.echo(" ".join(map(str, ids)))
-        if show in ("tokens", "both"):
-            Console().print(_highlighted(tokenizer, ids))
+        unigram = isinstance(tokenizer, UnigramTokenizer)
+        if (nbest is not None or sample) and not unigram:
+            raise click.UsageError("--nbest and --sample need a Unigram model (.model)")
+        if unigram and allow_special:
+            raise click.UsageError("--allow-special is for BPE and WordPiece models")
+        if nbest is not None:
+            for ids, score in tokenizer.nbest(source, nbest):
+                _show_ids(tokenizer, ids, show, prefix=f"{score:.4f}\t")
+            return
+        if sample:
+            ids = tokenizer.sample(source, alpha=alpha, seed=seed)
+        elif unigram:
+            ids = tokenizer.encode(source)
+        else:
+            ids = tokenizer.encode(source, allowed_special="all" if allow_special else ())
+        _show_ids(tokenizer, ids, show)
+
+
+def _show_ids(tokenizer: Tokenizer, ids: list[int], show: str, prefix: str = "") -> None:
+    if show in ("ids", "both"):
+        click.echo(prefix + " ".join(map(str, ids)))
+    if show in ("tokens", "both"):
+        Console().print(Text(prefix) + _highlighted(tokenizer, ids))
 
 
 @main.command()
@@ -193,6 +218,12 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
                 summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
             ordinary = range(tokenizer.n_ordinary)
             length = lambda i: len(tokenizer.token_bytes(i))  # noqa: E731
+        elif isinstance(tokenizer, UnigramTokenizer):
+            summary.add_row("model", "Unigram (SentencePiece model)")
+            summary.add_row("vocabulary", f"{tokenizer.vocab_size} pieces")
+            summary.add_row("unknown text", "UTF-8 byte pieces" if tokenizer.byte_fallback else "<unk>")
+            ordinary = range(tokenizer.vocab_size)
+            length = lambda i: len(tokenizer.id_to_token(i))  # noqa: E731
         else:
             settings = tokenizer.settings
             summary.add_row("model", "WordPiece")
@@ -208,7 +239,7 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
             ordinary = range(tokenizer.vocab_size)
             prefix = settings["continuing_subword_prefix"]
             length = lambda i: len(tokenizer.id_to_token(i).removeprefix(prefix))  # noqa: E731
-        training = tokenizer.training
+        training = getattr(tokenizer, "training", None)
         if training:
             corpus = training.get("corpus", {})
             summary.add_row(
@@ -229,7 +260,7 @@ def _highlighted(tokenizer: Tokenizer, ids: list[int]) -> Text:
     together with the tokens that complete it, underlined."""
     text = Text()
     styles = ("black on bright_cyan", "black on bright_yellow")
-    if isinstance(tokenizer, WordPieceTokenizer):
+    if not isinstance(tokenizer, BPETokenizer):
         for n, token_id in enumerate(ids):
             text.append(tokenizer.id_to_token(token_id), style=styles[n % 2])
             text.append(" ")
