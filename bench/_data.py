@@ -396,3 +396,71 @@ def machine_note() -> str:
     import platform
 
     return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+
+
+# ------------------------------------------------- encoding benchmark rounds
+
+#: The phases of the encoding benchmarks and their child environments.
+ENCODE_PHASES = {
+    "single": {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"},
+    "batch": {"RAYON_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "true"},
+}
+ENCODE_INPUTS = ("en", "multi")
+
+
+def add_encode_options(ap, libs: Sequence[str]) -> None:
+    """The options shared by the encoding benchmarks (public and internal)."""
+    import argparse
+
+    ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
+    ap.add_argument("--runs", type=int, help="rounds, each a fresh process timing every library (default 5, quick 3)")
+    ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
+    ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
+    ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
+    ap.add_argument("--libs", default=",".join(libs), help=f"comma-separated subset of {','.join(libs)}")
+    ap.add_argument("--phase", choices=ENCODE_PHASES, help=argparse.SUPPRESS)  # internal: child process
+    ap.add_argument("--input", choices=ENCODE_INPUTS, help=argparse.SUPPRESS)
+    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--exact", action="store_true", help=argparse.SUPPRESS)
+
+
+def finish_encode_options(args, reference: str) -> None:
+    """Defaults that depend on ``--quick``; the library list, with the
+    reference first if it was left out."""
+    args.runs = args.runs or (3 if args.quick else 5)
+    args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
+    if args.multi_mb is None and args.quick:
+        args.multi_mb = 0.1
+    args.chunk_mb = args.chunk_mb or (0.25 if args.quick else 1.0)
+    args.libs = [x.strip() for x in args.libs.split(",") if x.strip()]
+    if reference not in args.libs:
+        args.libs.insert(0, reference)
+
+
+def encode_rounds(script: str, args, libs: Sequence[str], label: str) -> dict[tuple[str, str], list[dict]]:
+    """Every round of every phase and input, each a fresh child process of
+    ``script`` (round 0 also checks exactness): ``{(phase, input): [report of
+    each round]}``. Progress lines go to stderr."""
+    child_args = [f"--runs={args.runs}", f"--en-mb={args.en_mb}", f"--chunk-mb={args.chunk_mb}", f"--libs={','.join(libs)}"]
+    if args.multi_mb is not None:
+        child_args.append(f"--multi-mb={args.multi_mb}")
+    results = {}
+    for phase, env in ENCODE_PHASES.items():
+        for which in ENCODE_INPUTS:
+            rounds = []
+            for r in range(args.runs):
+                command = [sys.executable, script, f"--phase={phase}", f"--input={which}", f"--round={r}", *child_args]
+                child = run_child(command + (["--exact"] if r == 0 else []), env=env)
+                if child.returncode != 0:
+                    print(child.stderr[-5000:], file=sys.stderr)
+                    raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
+                rounds.append(child.json())
+                load = rounds[-1]["load"]
+                print(
+                    f"[{label}] {phase} / {which}, round {r + 1}/{args.runs}: {child.wall:.0f} s; "
+                    f"1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            results[phase, which] = rounds
+    return results

@@ -59,11 +59,8 @@ from pathlib import Path
 import _data
 
 LIBS = ("tiktoken", "polytok", "riptoken", "tokie", "tokenizers")
-INPUTS = ("en", "multi")
-PHASES = {
-    "single": {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"},
-    "batch": {"RAYON_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "true"},
-}
+INPUTS = _data.ENCODE_INPUTS
+PHASES = _data.ENCODE_PHASES
 BATCH_THREADS = 2
 
 
@@ -429,25 +426,9 @@ def cpu_wall(res: dict, name: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
-    ap.add_argument("--runs", type=int, help="rounds, each a fresh process timing every library (default 5, quick 3)")
-    ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
-    ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
-    ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
-    ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
-    ap.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)  # internal: child process
-    ap.add_argument("--input", choices=INPUTS, help=argparse.SUPPRESS)
-    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--exact", action="store_true", help=argparse.SUPPRESS)
+    _data.add_encode_options(ap, LIBS)
     args = ap.parse_args()
-    args.runs = args.runs or (3 if args.quick else 5)
-    args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
-    if args.multi_mb is None and args.quick:
-        args.multi_mb = 0.1
-    args.chunk_mb = args.chunk_mb or (0.25 if args.quick else 1.0)
-    args.libs = [x.strip() for x in args.libs.split(",") if x.strip()]
-    if "tiktoken" not in args.libs:
-        args.libs.insert(0, "tiktoken")
+    _data.finish_encode_options(args, "tiktoken")
 
     if args.phase:
         run_phase(args)
@@ -471,41 +452,7 @@ def main() -> None:
             hf_check(args, enc, ranks_path),
         )
 
-    child_args = [
-        f"--runs={args.runs}",
-        f"--en-mb={args.en_mb}",
-        f"--chunk-mb={args.chunk_mb}",
-        f"--libs={','.join(libs)}",
-    ] + ([f"--multi-mb={args.multi_mb}"] if args.multi_mb is not None else [])
-    results = {}
-    for phase, env in PHASES.items():
-        for which in INPUTS:
-            rounds = []
-            for r in range(args.runs):
-                child = _data.run_child(
-                    [
-                        sys.executable,
-                        __file__,
-                        f"--phase={phase}",
-                        f"--input={which}",
-                        f"--round={r}",
-                        *child_args,
-                        *(["--exact"] if r == 0 else []),
-                    ],
-                    env=env,
-                )
-                if child.returncode != 0:
-                    print(child.stderr[-5000:], file=sys.stderr)
-                    raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
-                rounds.append(child.json())
-                load = rounds[-1]["load"]
-                print(
-                    f"[encode] {phase} / {which}, round {r + 1}/{args.runs}: {child.wall:.0f} s; "
-                    f"1-min load average {load[0]:.2f} before, {load[1]:.2f} after timing",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            results[phase, which] = merge_rounds(rounds)
+    results = {key: merge_rounds(rounds) for key, rounds in _data.encode_rounds(__file__, args, libs, "encode").items()}
 
     builds = {b for r in results.values() for b in r["polytok"]}
     if len(builds) > 1:

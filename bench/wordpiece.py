@@ -30,11 +30,8 @@ from pathlib import Path
 import _data
 
 LIBS = ("tokenizers", "polytok", "tokie")
-INPUTS = ("en", "multi")
-PHASES = {
-    "single": {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"},
-    "batch": {"RAYON_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "true"},
-}
+INPUTS = _data.ENCODE_INPUTS
+PHASES = _data.ENCODE_PHASES
 
 
 def bert_files() -> tuple[Path, Path]:
@@ -129,25 +126,9 @@ def run_phase(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small, fast run (1 MB en, 0.1 MB per language, 3 runs)")
-    ap.add_argument("--runs", type=int, help="rounds, each a fresh process (default 5, quick 3)")
-    ap.add_argument("--en-mb", type=float, help="MB of en_100MB.txt (default 10, quick 1)")
-    ap.add_argument("--multi-mb", type=float, help="MB of each multi/<lang>.txt (default: all, quick 0.1)")
-    ap.add_argument("--chunk-mb", type=float, help="single-thread document size in MB (default 1, quick 0.25)")
-    ap.add_argument("--libs", default=",".join(LIBS), help=f"comma-separated subset of {','.join(LIBS)}")
-    ap.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)  # internal: child process
-    ap.add_argument("--input", choices=INPUTS, help=argparse.SUPPRESS)
-    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--exact", action="store_true", help=argparse.SUPPRESS)
+    _data.add_encode_options(ap, LIBS)
     args = ap.parse_args()
-    args.runs = args.runs or (3 if args.quick else 5)
-    args.en_mb = args.en_mb or (1.0 if args.quick else 10.0)
-    if args.multi_mb is None and args.quick:
-        args.multi_mb = 0.1
-    args.chunk_mb = args.chunk_mb or (0.25 if args.quick else 1.0)
-    args.libs = [x.strip() for x in args.libs.split(",") if x.strip()]
-    if "tokenizers" not in args.libs:
-        args.libs.insert(0, "tokenizers")
+    _data.finish_encode_options(args, "tokenizers")
     if args.phase:
         run_phase(args)
         return
@@ -166,25 +147,7 @@ def main() -> None:
     print(f"versions: {versions}, {_data.polytok_note()}")
     print(f"{args.runs} rounds per phase and input, each a fresh process; MB = 10^6 bytes\n")
 
-    child_args = [f"--en-mb={args.en_mb}", f"--chunk-mb={args.chunk_mb}", f"--libs={','.join(libs)}"]
-    if args.multi_mb is not None:
-        child_args.append(f"--multi-mb={args.multi_mb}")
-    results = {}
-    for phase, env in PHASES.items():
-        for which in INPUTS:
-            rounds = []
-            for r in range(args.runs):
-                child = _data.run_child(
-                    [sys.executable, __file__, f"--phase={phase}", f"--input={which}", f"--round={r}", *child_args]
-                    + (["--exact"] if r == 0 else []),
-                    env=env,
-                )
-                if child.returncode != 0:
-                    print(child.stderr[-5000:], file=sys.stderr)
-                    raise SystemExit(f"{phase}/{which} child failed with exit status {child.returncode}")
-                rounds.append(child.json())
-                print(f"[wordpiece] {phase} / {which}, round {r + 1}/{args.runs}: {child.wall:.0f} s", file=sys.stderr, flush=True)
-            results[phase, which] = rounds
+    results = _data.encode_rounds(__file__, args, libs, "wordpiece")
 
     def cell(phase: str, which: str, name: str) -> str:
         rounds = results[phase, which]

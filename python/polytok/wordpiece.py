@@ -210,7 +210,10 @@ class WordPieceTokenizer:
             ids = self._core.encode(text, allowed)
         except UnicodeEncodeError:
             ids = self._core.encode(without_surrogates(text), allowed)
-        return self._wrap(ids) if add_special_tokens else ids
+        if add_special_tokens:
+            cls_id, sep_id = self._cls_sep()
+            return [cls_id, *ids, sep_id]
+        return ids
 
     def encode_batch(
         self,
@@ -226,13 +229,17 @@ class WordPieceTokenizer:
             batch = self._core.encode_batch(texts, allowed)
         except UnicodeEncodeError:
             batch = self._core.encode_batch([without_surrogates(t) for t in texts], allowed)
-        return [self._wrap(ids) for ids in batch] if add_special_tokens else batch
+        if add_special_tokens:
+            cls_id, sep_id = self._cls_sep()
+            return [[cls_id, *ids, sep_id] for ids in batch]
+        return batch
 
-    def _wrap(self, ids: list[int]) -> list[int]:
+    def _cls_sep(self) -> tuple[int, int]:
+        """The ids of [CLS] and [SEP], which ``add_special_tokens`` puts around ids."""
         cls_id, sep_id = self.token_to_id("[CLS]"), self.token_to_id("[SEP]")
         if cls_id is None or sep_id is None:
             raise ValueError("add_special_tokens needs [CLS] and [SEP] in the vocabulary")
-        return [cls_id, *ids, sep_id]
+        return cls_id, sep_id
 
     def decode(self, ids: Iterable[int], *, cleanup: bool = True) -> str:
         """The text of ``ids``: continuation tokens joined to the token before

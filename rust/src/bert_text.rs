@@ -22,7 +22,6 @@
 
 use std::sync::OnceLock;
 
-use rayon::prelude::*;
 use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
 use unicode_normalization_alignments::UnicodeNormalization;
@@ -216,9 +215,10 @@ const UNCASED: u8 = 128;
 fn char_info(c: char) -> CharInfo {
     static BMP: OnceLock<Box<[CharInfo]>> = OnceLock::new();
     if (c as u32) < 0x10000 {
+        // Built on one thread: a parallel build inside `get_or_init` could
+        // wait for pool threads that are themselves waiting on this lock.
         let table = BMP.get_or_init(|| {
             (0..0x10000u32)
-                .into_par_iter()
                 .map(|cp| char::from_u32(cp).map_or(CharInfo::default(), compute_char_info))
                 .collect()
         });

@@ -84,11 +84,11 @@ impl Counter {
         })
     }
 
-    /// The pattern of a pattern counter (`Pattern::Whole` for a BERT one).
-    pub fn pattern(&self) -> &Pattern {
+    /// The pattern of a pattern counter (none for a BERT one).
+    pub fn pattern(&self) -> Option<&Pattern> {
         match &self.splitter {
-            Splitter::Pattern(pretokenizer) => pretokenizer.pattern(),
-            Splitter::Bert(_) => &Pattern::Whole,
+            Splitter::Pattern(pretokenizer) => Some(pretokenizer.pattern()),
+            Splitter::Bert(_) => None,
         }
     }
 

@@ -279,6 +279,14 @@ impl Ints {
     }
 }
 
+/// A training record given as JSON text by the Python side.
+fn parse_training(training: Option<&str>) -> PyResult<Option<serde_json::Value>> {
+    training
+        .map(serde_json::from_str::<serde_json::Value>)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))
+}
+
 /// `encode` of any model: the ids of `text` as a Python list, the GIL
 /// released for long texts.
 fn encode_list<'py>(
@@ -346,7 +354,11 @@ impl Bpe {
             min_frequency,
             special_tokens: counter.counter.special_tokens().to_vec(),
             max_token_bytes,
-            pattern: counter.counter.pattern().clone(),
+            pattern: counter
+                .counter
+                .pattern()
+                .ok_or_else(|| PyValueError::new_err("BPE trains on a counter of pattern pieces"))?
+                .clone(),
         };
         settings.validate().map_err(to_py)?;
         let counts = std::mem::take(&mut *counter.lock());
@@ -365,11 +377,7 @@ impl Bpe {
     /// polytok JSON; `training` is a JSON object recorded in the file.
     #[pyo3(signature = (training = None))]
     fn to_json(&self, training: Option<&str>) -> PyResult<String> {
-        let training = training
-            .map(serde_json::from_str::<serde_json::Value>)
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))?;
-        Ok(self.model.to_json(training.as_ref()))
+        Ok(self.model.to_json(parse_training(training)?.as_ref()))
     }
 
     #[staticmethod]
@@ -567,11 +575,7 @@ impl WordPiece {
     /// polytok JSON; `training` is a JSON object recorded in the file.
     #[pyo3(signature = (training = None))]
     fn to_json(&self, training: Option<&str>) -> PyResult<String> {
-        let training = training
-            .map(serde_json::from_str::<serde_json::Value>)
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))?;
-        Ok(self.model.to_json(training.as_ref()))
+        Ok(self.model.to_json(parse_training(training)?.as_ref()))
     }
 
     fn to_vocab_txt(&self) -> String {

@@ -19,6 +19,16 @@ fn settings(vocab_size: usize, pattern: Pattern) -> TrainerSettings {
     }
 }
 
+/// A model of four merges, for the file and error tests.
+fn small_model() -> BpeModel {
+    train(
+        counts(Pattern::Cl100k, &["hello hello"]),
+        &settings(260, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap()
+}
+
 fn token(model: &BpeModel, id: u32) -> String {
     String::from_utf8_lossy(model.token_bytes(id).unwrap()).into_owned()
 }
@@ -229,12 +239,7 @@ fn json_and_tiktoken_round_trip() {
 
 #[test]
 fn damaged_files_are_errors() {
-    let model = train(
-        counts(Pattern::Cl100k, &["hello hello"]),
-        &settings(260, Pattern::Cl100k),
-        &Progress::silent(),
-    )
-    .unwrap();
+    let model = small_model();
     let json = model.to_json(None);
     let truncated = BpeModel::from_json(&json[..json.len() / 2], "t.json")
         .err()
@@ -292,12 +297,7 @@ fn counts_beyond_32_bits_do_not_overflow() {
 
 #[test]
 fn damaged_merges_and_special_ids_are_errors_not_panics() {
-    let model = train(
-        counts(Pattern::Cl100k, &["hello hello"]),
-        &settings(260, Pattern::Cl100k),
-        &Progress::silent(),
-    )
-    .unwrap();
+    let model = small_model();
     let json = model.to_json(None);
     // More merges than tokens: counting back from the vocabulary size would
     // underflow.

@@ -121,7 +121,8 @@ impl UnigramModel {
             at: n,
             parent: None,
         }]);
-        let viterbi = self.encode(text);
+        let mut viterbi = Vec::new();
+        self.encode_prepared(&prepared, &mut viterbi);
         let mut results = vec![(viterbi.clone(), forward[n])];
         // Bounded work: a text has at most this many expansions tried.
         let mut budget = 10_000 * k.max(1) + 100 * n;
