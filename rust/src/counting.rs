@@ -13,6 +13,7 @@ use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::{Error, Result};
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::unigram::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
 use crate::vocab::special_matcher;
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
@@ -49,6 +50,9 @@ enum Splitter {
     Pattern(PreTokenizer),
     /// BERT's normalization and word splitting (WordPiece).
     Bert(BertNormalizer),
+    /// SentencePiece's whitespace handling, line by line, and its words:
+    /// each starts at a `▁` (Unigram).
+    SentencePiece(Whitespace),
 }
 
 /// Cuts text into pieces and counts them.
@@ -73,6 +77,11 @@ impl Counter {
         Self::with_splitter(Splitter::Bert(normalizer), special_tokens)
     }
 
+    /// A counter of SentencePiece words.
+    pub fn sentencepiece(whitespace: Whitespace, special_tokens: Vec<String>) -> Result<Self> {
+        Self::with_splitter(Splitter::SentencePiece(whitespace), special_tokens)
+    }
+
     fn with_splitter(splitter: Splitter, special_tokens: Vec<String>) -> Result<Self> {
         if special_tokens.iter().any(String::is_empty) {
             return Err(Error::invalid("a special token is empty"));
@@ -88,7 +97,7 @@ impl Counter {
     pub fn pattern(&self) -> Option<&Pattern> {
         match &self.splitter {
             Splitter::Pattern(pretokenizer) => Some(pretokenizer.pattern()),
-            Splitter::Bert(_) => None,
+            Splitter::Bert(_) | Splitter::SentencePiece(_) => None,
         }
     }
 
@@ -96,7 +105,15 @@ impl Counter {
     pub fn bert_normalizer(&self) -> Option<BertNormalizer> {
         match &self.splitter {
             Splitter::Bert(normalizer) => Some(*normalizer),
-            Splitter::Pattern(_) => None,
+            Splitter::Pattern(_) | Splitter::SentencePiece(_) => None,
+        }
+    }
+
+    /// The whitespace handling of a SentencePiece counter.
+    pub fn whitespace(&self) -> Option<Whitespace> {
+        match &self.splitter {
+            Splitter::SentencePiece(whitespace) => Some(*whitespace),
+            Splitter::Pattern(_) | Splitter::Bert(_) => None,
         }
     }
 
@@ -129,6 +146,13 @@ impl Counter {
                 normalized.clear();
                 normalizer.normalize_into(part, &mut normalized);
                 for_each_word(&normalized, &mut add);
+                Ok(())
+            }
+            Splitter::SentencePiece(whitespace) => {
+                for line in part.lines() {
+                    prepare_text(line, *whitespace, &mut normalized);
+                    sentencepiece_words(&normalized, &mut add);
+                }
                 Ok(())
             }
         };

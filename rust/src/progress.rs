@@ -17,6 +17,10 @@ pub enum Stage {
     Counting,
     /// Learning merges; units are merges.
     Merging,
+    /// Finding seed pieces (Unigram); 0 then 1.
+    Seeding,
+    /// Unigram EM rounds (EM then pruning); the total is an estimate.
+    Em,
 }
 
 impl Stage {
@@ -24,6 +28,8 @@ impl Stage {
         match self {
             Stage::Counting => "counting",
             Stage::Merging => "merging",
+            Stage::Seeding => "seeding",
+            Stage::Em => "EM rounds",
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::counting::{Counter, PieceCounts};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
-use crate::unigram::UnigramModel;
+use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 create_exception!(
@@ -133,6 +133,25 @@ impl PieceCounter {
         };
         Ok(PieceCounter {
             counter: Counter::bert(normalizer, special_tokens).map_err(to_py)?,
+            counts: Mutex::new(PieceCounts::default()),
+        })
+    }
+
+    /// A counter of SentencePiece words (spaces handled as SentencePiece
+    /// does, line by line; a word starts at each `▁`), for Unigram.
+    #[staticmethod]
+    fn sentencepiece(
+        remove_extra_whitespaces: bool,
+        add_dummy_prefix: bool,
+        special_tokens: Vec<String>,
+    ) -> PyResult<Self> {
+        let whitespace = Whitespace {
+            remove_extra: remove_extra_whitespaces,
+            add_dummy_prefix,
+            escape: true,
+        };
+        Ok(PieceCounter {
+            counter: Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,
             counts: Mutex::new(PieceCounts::default()),
         })
     }
@@ -649,15 +668,65 @@ struct Unigram {
     ints: Ints,
 }
 
+impl Unigram {
+    fn new(py: Python<'_>, model: UnigramModel) -> PyResult<Self> {
+        let ints = Ints::new(py, model.pieces().len())?;
+        Ok(Unigram { model, ints })
+    }
+}
+
 #[pymethods]
 impl Unigram {
+    /// Learns a model from a SentencePiece counter's words (which it
+    /// empties), with the counter's whitespace handling.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        py: Python<'_>,
+        counter: &PieceCounter,
+        vocab_size: usize,
+        character_coverage: f64,
+        byte_fallback: bool,
+        unk_token: String,
+        special_tokens: Vec<String>,
+        max_piece_length: usize,
+        split_by_script: bool,
+        split_digits: bool,
+        seed_size: usize,
+        shrinking_factor: f64,
+        sub_iterations: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let whitespace = counter.counter.whitespace().ok_or_else(|| {
+            PyValueError::new_err("Unigram trains on a counter of SentencePiece words")
+        })?;
+        let settings = UnigramTrainerSettings {
+            vocab_size,
+            character_coverage,
+            byte_fallback,
+            unk_token,
+            special_tokens,
+            rules: PieceRules {
+                max_piece_chars: max_piece_length,
+                split_by_script,
+                split_digits,
+            },
+            seed_size,
+            shrinking_factor,
+            sub_iterations,
+            whitespace,
+        };
+        let counts = std::mem::take(&mut *counter.lock());
+        let model = with_progress(py, progress, |p| unigram::train(counts, &settings, p))?;
+        Unigram::new(py, model)
+    }
+
     #[staticmethod]
     fn from_sentencepiece(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
         let model = py
             .detach(|| UnigramModel::from_sentencepiece(data, source))
             .map_err(to_py)?;
-        let ints = Ints::new(py, model.pieces().len())?;
-        Ok(Unigram { model, ints })
+        Unigram::new(py, model)
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {

@@ -8,9 +8,8 @@
 //! 256-entry tables, every other node's children as a sorted run of a few
 //! edges in one flat array (most nodes have one or two). A step costs one
 //! table read or a scan of at most `DENSE_FROM - 1` edges, so a query costs
-//! O(1) per matched byte. Building is O(total key length).
-
-use rustc_hash::FxHashMap;
+//! O(1) per matched byte. Building sorts the keys, then takes O(total key
+//! length).
 
 const NONE: u32 = u32::MAX;
 /// Nodes with this many children or more get a dense table.
@@ -39,22 +38,29 @@ impl Trie {
     /// A trie of `(key, value)` pairs; keys are non-empty and distinct. A
     /// key with the value `Trie::NO_VALUE` only makes its nodes exist.
     pub fn new<'k>(keys: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
-        // Build with growable child lists, then flatten them.
+        // Built from the sorted keys: each key shares the path of the one
+        // before for their common prefix, and adds its own nodes after it;
+        // children then come in byte order, and no map of edges is needed.
+        let mut sorted: Vec<(&[u8], u32)> = keys.into_iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut child_of: FxHashMap<(u32, u8), u32> = FxHashMap::default();
         let mut values: Vec<u32> = vec![NONE];
-        for (key, value) in keys {
-            let mut node = 0u32;
-            for &byte in key {
-                node = *child_of.entry((node, byte)).or_insert_with(|| {
-                    let child = children.len() as u32;
-                    children[node as usize].push((byte, child));
-                    children.push(Vec::new());
-                    values.push(NONE);
-                    child
-                });
+        // The nodes along the previous key: path[d] is its prefix of length d.
+        let mut path: Vec<u32> = vec![0];
+        let mut previous: &[u8] = &[];
+        for (key, value) in sorted {
+            let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(common + 1);
+            for &byte in &key[common..] {
+                let parent = *path.last().expect("the root is always on the path");
+                let child = children.len() as u32;
+                children[parent as usize].push((byte, child));
+                children.push(Vec::new());
+                values.push(NONE);
+                path.push(child);
             }
-            values[node as usize] = value;
+            values[*path.last().expect("non-empty") as usize] = value;
+            previous = key;
         }
         // Number the nodes breadth-first: the short prefixes, which every
         // query reads, then sit together in memory.
@@ -63,7 +69,6 @@ impl Trie {
         let mut next = 0;
         while next < order.len() {
             let node = order[next] as usize;
-            children[node].sort_unstable_by_key(|&(byte, _)| byte);
             order.extend(children[node].iter().map(|&(_, child)| child));
             next += 1;
         }

@@ -10,6 +10,11 @@
 mod encoder;
 pub mod files;
 mod lattice;
+mod seeds;
+mod trainer;
+
+pub use seeds::PieceRules;
+pub use trainer::{train, UnigramTrainerSettings};
 
 use rayon::prelude::*;
 
@@ -34,7 +39,7 @@ pub struct Piece {
     pub kind: PieceKind,
 }
 
-/// SentencePiece's whitespace handling.
+/// SentencePiece's whitespace handling (all on by default, as there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Whitespace {
     /// Strip leading and trailing spaces, and keep one of each run inside.
@@ -43,6 +48,16 @@ pub struct Whitespace {
     pub add_dummy_prefix: bool,
     /// Write spaces as `▁`.
     pub escape: bool,
+}
+
+impl Default for Whitespace {
+    fn default() -> Self {
+        Whitespace {
+            remove_extra: true,
+            add_dummy_prefix: true,
+            escape: true,
+        }
+    }
 }
 
 /// The piece that stands for a space.
@@ -153,39 +168,10 @@ impl UnigramModel {
         self.whitespace
     }
 
-    /// The text as the model sees it, after SentencePiece's (identity)
-    /// normalizer: leading spaces dropped, the dummy prefix added, each run
-    /// of spaces kept as one, spaces written as `▁`, and trailing `▁`
-    /// dropped (a `▁` of the input included, as there).
+    /// The text as the model sees it (see [`prepare_text`]).
     pub fn prepare(&self, text: &str) -> String {
-        let ws = self.whitespace;
-        let input = if ws.remove_extra {
-            text.trim_start_matches(' ')
-        } else {
-            text
-        };
-        let space = if ws.escape { SPACE_SYMBOL } else { ' ' };
-        let mut out = String::with_capacity(input.len() + 3);
-        if ws.add_dummy_prefix {
-            out.push(space);
-        }
-        let mut previous_space = ws.remove_extra;
-        for c in input.chars() {
-            if c == ' ' {
-                if !previous_space {
-                    out.push(space);
-                }
-                previous_space = ws.remove_extra;
-            } else {
-                out.push(c);
-                previous_space = false;
-            }
-        }
-        if ws.remove_extra {
-            while out.ends_with(space) {
-                out.pop();
-            }
-        }
+        let mut out = String::with_capacity(text.len() + 3);
+        prepare_text(text, self.whitespace, &mut out);
         out
     }
 
@@ -233,6 +219,55 @@ impl UnigramModel {
         }
         text.push_str(&String::from_utf8_lossy(&bytes));
         Ok(text)
+    }
+}
+
+/// Writes `text` into `out` as a model sees it, after SentencePiece's
+/// (identity) normalizer: leading spaces dropped, the dummy prefix added,
+/// each run of spaces kept as one, spaces written as `▁`, and trailing `▁`
+/// dropped (a `▁` of the input included, as there).
+pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
+    let input = if ws.remove_extra {
+        text.trim_start_matches(' ')
+    } else {
+        text
+    };
+    let space = if ws.escape { SPACE_SYMBOL } else { ' ' };
+    out.clear();
+    if ws.add_dummy_prefix {
+        out.push(space);
+    }
+    let mut previous_space = ws.remove_extra;
+    for c in input.chars() {
+        if c == ' ' {
+            if !previous_space {
+                out.push(space);
+            }
+            previous_space = ws.remove_extra;
+        } else {
+            out.push(c);
+            previous_space = false;
+        }
+    }
+    if ws.remove_extra {
+        while out.ends_with(space) {
+            out.pop();
+        }
+    }
+}
+
+/// The words of a prepared text, for training: each starts at a `▁` (the
+/// first may not, without a dummy prefix).
+pub fn for_each_word(prepared: &str, mut f: impl FnMut(&str)) {
+    let mut start = 0;
+    for (i, _) in prepared.match_indices(SPACE_SYMBOL) {
+        if i > start {
+            f(&prepared[start..i]);
+        }
+        start = i;
+    }
+    if start < prepared.len() {
+        f(&prepared[start..]);
     }
 }
 

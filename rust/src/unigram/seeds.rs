@@ -1,0 +1,360 @@
+//! The seed vocabulary of Unigram training: every character of the corpus,
+//! then its most frequent substrings, scored by frequency × length (the
+//! characters they cover), as SentencePiece seeds its trainer.
+//!
+//! Frequencies are over the corpus, not over its distinct words: each word
+//! counts as often as it occurs. The candidates are the substrings that are
+//! right-maximal (followed by two different characters, or by the end of
+//! words): a substring that is always followed by the same character has the
+//! frequency of its extension and a lower score, so it never beats it.
+//!
+//! How: the suffixes of the distinct words (each word ends with its own
+//! terminator) are sorted on their first `max_piece_chars + 1` characters,
+//! which is all a piece can use. The longest common prefixes of neighbours
+//! give the right-maximal substrings as LCP intervals (a stack walk over the
+//! sorted suffixes); a prefix sum of word counts in suffix order gives each
+//! interval's frequency in O(1). A substring inside only one distinct word is
+//! no interval, but is a candidate when that word occurs twice or more: the
+//! suffix of the word from that start, which is right-maximal at the word's
+//! end. Cost: O(N log N) comparisons of at most `max_piece_chars + 1`
+//! characters, N the characters of the distinct words; memory 13 bytes per
+//! character.
+
+use rayon::prelude::*;
+use unicode_script::{Script, UnicodeScript};
+
+use super::SPACE_SYMBOL;
+
+/// A character left out of the vocabulary (rarer than the coverage keeps).
+pub(super) const RARE: u32 = u32::MAX - 1;
+/// The end of a word in the suffix text.
+const END: u32 = u32::MAX;
+
+/// What a piece may be.
+#[derive(Clone, Copy, Debug)]
+pub struct PieceRules {
+    /// The longest piece, in characters.
+    pub max_piece_chars: usize,
+    /// No piece mixes Unicode scripts (Hiragana and Katakana count as Han;
+    /// combining marks take the script before them).
+    pub split_by_script: bool,
+    /// Digits are pieces of their own.
+    pub split_digits: bool,
+}
+
+impl PieceRules {
+    /// SentencePiece's rules for a piece: `▁` only at its start, no rare
+    /// character, and (as configured) one script and no digit in a longer
+    /// piece.
+    pub fn allows(&self, chars: &[u32]) -> bool {
+        if chars.is_empty() || chars.len() > self.max_piece_chars {
+            return false;
+        }
+        let mut previous: Option<Script> = None;
+        for (i, &code) in chars.iter().enumerate() {
+            if code == RARE || code == END || code == 0 || code == u32::from(' ') {
+                return false;
+            }
+            let Some(c) = char::from_u32(code) else {
+                return false;
+            };
+            if c == SPACE_SYMBOL {
+                if i > 0 {
+                    return false;
+                }
+                continue;
+            }
+            if self.split_digits && chars.len() > 1 && c.is_ascii_digit() {
+                return false;
+            }
+            let script = match c.script() {
+                Script::Hiragana | Script::Katakana => Some(Script::Han),
+                _ if c == '\u{30FC}' => Some(Script::Han),
+                Script::Inherited => previous,
+                script => Some(script),
+            };
+            if self.split_by_script {
+                if let (Some(a), Some(b)) = (previous, script) {
+                    if a != b {
+                        return false;
+                    }
+                }
+            }
+            previous = script;
+        }
+        true
+    }
+}
+
+/// The distinct words as one sequence of characters, each word followed by
+/// `END`; rare characters are `RARE`.
+pub(super) struct WordText {
+    pub chars: Vec<u32>,
+    /// Where each word starts in `chars`.
+    pub starts: Vec<usize>,
+    pub counts: Vec<u64>,
+}
+
+/// One suffix: where it starts and the count of its word.
+#[derive(Clone, Copy)]
+struct Suffix {
+    at: u32,
+    count: u64,
+}
+
+/// The seed pieces with their frequencies: `characters` first (given with
+/// their counts, most frequent first), then at most `seed_size` pieces in
+/// all, by frequency × length (ties: the smaller string first).
+pub(super) fn seed_pieces(
+    text: &WordText,
+    characters: &[(char, u64)],
+    rules: PieceRules,
+    seed_size: usize,
+) -> Vec<(String, u64)> {
+    let depth = rules.max_piece_chars + 1;
+    let chars = &text.chars;
+    let mut suffixes: Vec<Suffix> = Vec::with_capacity(chars.len());
+    for (word, &start) in text.starts.iter().enumerate() {
+        let count = text.counts[word];
+        let mut at = start;
+        while chars[at] != END {
+            suffixes.push(Suffix {
+                at: at as u32,
+                count,
+            });
+            at += 1;
+        }
+    }
+    suffixes.par_sort_unstable_by(|a, b| {
+        compare_prefixes(chars, a.at as usize, b.at as usize, depth).then_with(|| a.at.cmp(&b.at))
+    });
+    // lcp[k]: the common prefix of suffixes k - 1 and k (capped at `depth`).
+    let n = suffixes.len();
+    let lcp: Vec<u8> = (0..n)
+        .into_par_iter()
+        .map(|k| {
+            if k == 0 {
+                0
+            } else {
+                common_prefix(
+                    chars,
+                    suffixes[k - 1].at as usize,
+                    suffixes[k].at as usize,
+                    depth,
+                ) as u8
+            }
+        })
+        .collect();
+    // weight[k]: the summed counts of suffixes 0..k.
+    let mut weight = Vec::with_capacity(n + 1);
+    let mut total = 0u64;
+    weight.push(0);
+    for suffix in &suffixes {
+        total += suffix.count;
+        weight.push(total);
+    }
+
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut consider = |at: u32, len: usize, frequency: u64| {
+        let start = at as usize;
+        if len >= 2 && rules.allows(&chars[start..start + len]) {
+            candidates.push(Candidate {
+                score: frequency * len as u64,
+                at,
+                len: len as u8,
+            });
+        }
+    };
+    // Right-maximal substrings shared by two suffixes or more: LCP intervals.
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)]; // (lcp, left bound)
+    for k in 1..=n {
+        let l = if k < n { lcp[k] as usize } else { 0 };
+        let mut left = k - 1;
+        while l < stack.last().expect("the bottom entry stays").0 {
+            let (interval_lcp, interval_left) = stack.pop().expect("checked");
+            if interval_lcp < depth {
+                let frequency = weight[k] - weight[interval_left];
+                consider(suffixes[interval_left].at, interval_lcp, frequency);
+            }
+            left = interval_left;
+        }
+        if l > stack.last().expect("the bottom entry stays").0 {
+            stack.push((l, left));
+        }
+    }
+    // Substrings of one distinct word that occurs twice or more: up to the
+    // word's end, if no other suffix shares that much.
+    for (k, suffix) in suffixes.iter().enumerate() {
+        if suffix.count < 2 {
+            continue;
+        }
+        let start = suffix.at as usize;
+        let len = chars[start..]
+            .iter()
+            .take(depth)
+            .take_while(|&&c| c != END)
+            .count();
+        let shared = (lcp[k] as usize).max(lcp.get(k + 1).map_or(0, |&l| l as usize));
+        if len < depth && len > shared {
+            consider(suffix.at, len, suffix.count);
+        }
+    }
+
+    let mut seeds: Vec<(String, u64)> = characters
+        .iter()
+        .map(|&(c, count)| (c.to_string(), count))
+        .collect();
+    let wanted = seed_size.saturating_sub(seeds.len());
+    let text_of = |c: &Candidate| &chars[c.at as usize..c.at as usize + c.len as usize];
+    let order = |a: &Candidate, b: &Candidate| {
+        b.score
+            .cmp(&a.score)
+            .then_with(|| text_of(a).cmp(text_of(b)))
+    };
+    if candidates.len() > wanted && wanted > 0 {
+        candidates.select_nth_unstable_by(wanted - 1, order);
+        candidates.truncate(wanted);
+    }
+    candidates.truncate(wanted);
+    candidates.par_sort_unstable_by(order);
+    seeds.extend(candidates.iter().map(|c| {
+        let piece: String = text_of(c)
+            .iter()
+            .map(|&code| char::from_u32(code).expect("checked by the rules"))
+            .collect();
+        (piece, c.score)
+    }));
+    seeds
+}
+
+struct Candidate {
+    score: u64,
+    at: u32,
+    len: u8,
+}
+
+/// Compares two suffixes on at most `depth` characters; a word's end is
+/// smaller than any character and ends the comparison.
+fn compare_prefixes(chars: &[u32], a: usize, b: usize, depth: usize) -> std::cmp::Ordering {
+    for k in 0..depth {
+        let (x, y) = (chars[a + k], chars[b + k]);
+        if x != y {
+            // END is u32::MAX: order it first.
+            return x.wrapping_add(1).cmp(&y.wrapping_add(1));
+        }
+        if x == END {
+            break;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// The characters two suffixes share at their start (a word's end matches
+/// nothing), at most `depth`.
+fn common_prefix(chars: &[u32], a: usize, b: usize, depth: usize) -> usize {
+    (0..depth)
+        .take_while(|&k| chars[a + k] == chars[b + k] && chars[a + k] != END)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    const RULES: PieceRules = PieceRules {
+        max_piece_chars: 16,
+        split_by_script: true,
+        split_digits: false,
+    };
+
+    fn word_text(words: &[(&str, u64)]) -> WordText {
+        let mut text = WordText {
+            chars: Vec::new(),
+            starts: Vec::new(),
+            counts: Vec::new(),
+        };
+        for &(word, count) in words {
+            text.starts.push(text.chars.len());
+            text.chars.extend(word.chars().map(u32::from));
+            text.chars.push(END);
+            text.counts.push(count);
+        }
+        text
+    }
+
+    /// Every substring of two characters or more that the rules allow, with
+    /// frequency × length: kept if it occurs at two places or more of the
+    /// distinct words and is followed there by two different characters or
+    /// by a word's end (each end is a character of its own), or if it
+    /// occurs at one place only, at the end of a word that occurs twice or
+    /// more.
+    fn brute_force(words: &[(&str, u64)], rules: PieceRules) -> HashMap<String, u64> {
+        // substring -> (frequency, places, followers; None for a word's end)
+        type Stats = (u64, usize, std::collections::HashSet<Option<char>>);
+        let mut stats: HashMap<Vec<char>, Stats> = HashMap::new();
+        for &(word, count) in words {
+            let chars: Vec<char> = word.chars().collect();
+            for i in 0..chars.len() {
+                for j in i + 1..=chars.len() {
+                    let entry = stats.entry(chars[i..j].to_vec()).or_default();
+                    entry.0 += count;
+                    entry.1 += 1;
+                    entry.2.insert(chars.get(j).copied());
+                }
+            }
+        }
+        stats
+            .into_iter()
+            .filter(|(sub, (frequency, places, followers))| {
+                let codes: Vec<u32> = sub.iter().map(|&c| c as u32).collect();
+                let shared = *places >= 2 && (followers.len() >= 2 || followers.contains(&None));
+                let alone = *places == 1 && followers.contains(&None) && *frequency >= 2;
+                sub.len() >= 2 && rules.allows(&codes) && (shared || alone)
+            })
+            .map(|(sub, (frequency, _, _))| {
+                (sub.iter().collect::<String>(), frequency * sub.len() as u64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn seeds_equal_brute_force() {
+        let words = [
+            ("▁abab", 3),
+            ("▁abc", 1),
+            ("▁bab", 2),
+            ("▁xyz", 5),
+            ("▁ab", 1),
+            ("▁cab", 1),
+            ("▁ca", 1),
+            ("▁naïve", 2),
+            ("ab12", 2),
+            ("▁12", 1),
+        ];
+        let text = word_text(&words);
+        let seeds = seed_pieces(&text, &[], RULES, usize::MAX);
+        let ours: HashMap<String, u64> = seeds.into_iter().collect();
+        assert_eq!(ours, brute_force(&words, RULES));
+    }
+
+    #[test]
+    fn rules_as_sentencepiece() {
+        let allows = |s: &str| RULES.allows(&s.chars().map(u32::from).collect::<Vec<_>>());
+        assert!(allows("▁the"));
+        assert!(!allows("a▁b"));
+        assert!(!allows("a,"));
+        assert!(allows("12"));
+        assert!(!allows("a1"));
+        assert!(allows("ひらカナ漢字"));
+        assert!(allows("e\u{301}t")); // the combining mark takes Latin
+        assert!(!allows("\u{301}a▁"));
+        assert!(!allows("aб"));
+        assert!(!allows(&"a".repeat(17)));
+        let digits = PieceRules {
+            split_digits: true,
+            ..RULES
+        };
+        assert!(!digits.allows(&"12".chars().map(u32::from).collect::<Vec<_>>()));
+    }
+}

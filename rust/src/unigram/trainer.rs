@@ -1,0 +1,918 @@
+//! Unigram training (Kudo 2018), laid out as SentencePiece's trainer:
+//!
+//! 1. **Characters**: the most frequent characters that together make
+//!    `character_coverage` of the text are required pieces; the rest are
+//!    rare, never part of a piece (`<unk>`, or bytes with byte fallback).
+//! 2. **Seeds** (`seeds.rs`): the characters and the most frequent
+//!    substrings, with log-frequencies as first scores.
+//! 3. **EM**: the E-step computes each piece's expected count by
+//!    forward-backward over each word's lattice (all cores); the M-step sets
+//!    scores by the Bayesian update digamma(count) − digamma(total), which
+//!    favours sparse vocabularies, and drops pieces expected less than half a
+//!    time.
+//! 4. **Pruning**: for each piece, the loss of likelihood if it were removed
+//!    and its occurrences in the best segmentations were replaced by its own
+//!    best alternative segmentation; the pieces that lose least go, down to
+//!    `shrinking_factor` of the vocabulary. EM and pruning repeat until the
+//!    vocabulary is within 10% of the size asked for.
+//! 5. **Final vocabulary**: the required characters, then the best-scored
+//!    pieces up to the size asked for, exactly.
+//!
+//! Determinism: words are processed in a fixed order and expected counts are
+//! added in fixed point (2^-24), so sums do not depend on how the threads
+//! split the work: the same corpus and settings give the same vocabulary.
+//!
+//! Cost per E-step: O(Σ word bytes × matches per byte), with no allocation
+//! per lattice node (each thread reuses its buffers). Probabilities are
+//! multiplied, not added as logarithms: each piece's probability is scaled
+//! by e^(−λ·bytes), with λ the corpus's log-likelihood per byte, which
+//! multiplies every segmentation of a word by the same factor and keeps the
+//! sums far from underflow; a word that still leaves the range of `f64` is
+//! rescaled by its own best path.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::seeds::{seed_pieces, PieceRules, WordText, RARE};
+use super::{Piece, PieceKind, UnigramModel, Whitespace};
+use crate::counting::PieceCounts;
+use crate::error::{Error, Result};
+use crate::progress::{Progress, Stage};
+use crate::trie::Trie;
+
+#[derive(Clone, Debug)]
+pub struct UnigramTrainerSettings {
+    /// Total size: unknown and special pieces, byte pieces, learned pieces.
+    pub vocab_size: usize,
+    /// The share of the text's characters the vocabulary must cover.
+    pub character_coverage: f64,
+    /// Rare characters encode as their UTF-8 bytes (`<0x00>`…`<0xFF>`).
+    pub byte_fallback: bool,
+    /// The unknown piece (id 0).
+    pub unk_token: String,
+    /// Control pieces, after the unknown piece (`<s>`, `</s>`, `<pad>`).
+    pub special_tokens: Vec<String>,
+    pub rules: PieceRules,
+    /// Seed pieces, characters included.
+    pub seed_size: usize,
+    /// The share of pieces each pruning step keeps.
+    pub shrinking_factor: f64,
+    /// EM iterations between pruning steps.
+    pub sub_iterations: usize,
+    pub whitespace: Whitespace,
+}
+
+/// Fixed-point scale of expected counts.
+const SCALE: f64 = (1u64 << 24) as f64;
+/// The unknown piece's score below the lowest score, as SentencePiece.
+const UNK_PENALTY: f64 = 10.0;
+/// Pieces expected less often than this are dropped by the M-step.
+const MIN_EXPECTED: f64 = 0.5;
+/// Stop pruning within this factor of the size asked for.
+const DESIRED_SLACK: f64 = 1.1;
+/// Words per unit of parallel work.
+const CHUNK: usize = 512;
+/// A lattice node that is the unknown piece.
+const UNK: u32 = u32::MAX;
+
+/// Learns a Unigram model from counted words (a SentencePiece counter's).
+pub fn train(
+    counts: PieceCounts,
+    settings: &UnigramTrainerSettings,
+    progress: &Progress,
+) -> Result<UnigramModel> {
+    check(settings)?;
+    let mut words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+    if words.is_empty() {
+        return Err(Error::Corpus("the corpus has no text to train on".into()));
+    }
+    words.sort_unstable();
+    let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
+
+    // 1. Characters.
+    let characters = count_characters(&words);
+    let total: u64 = characters.iter().map(|&(_, n)| n).sum();
+    let mut covered = 0u64;
+    let required: Vec<(char, u64)> = characters
+        .iter()
+        .take_while(|&&(_, n)| {
+            let enough = covered as f64 >= settings.character_coverage * total as f64;
+            covered += n;
+            !enough
+        })
+        .copied()
+        .collect();
+    let least = n_meta + required.len();
+    if settings.vocab_size < least {
+        return Err(Error::invalid(format!(
+            "vocab_size {} is too small: the {} special and byte pieces and the {} characters \
+             that make {}% of the text need {least} (lower character_coverage to need fewer)",
+            settings.vocab_size,
+            n_meta,
+            required.len(),
+            settings.character_coverage * 100.0
+        )));
+    }
+    let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
+    let corpus = Words::new(&words, &required_set);
+    drop(words);
+
+    // 2. Seeds.
+    progress.force(Stage::Seeding, 0, 1)?;
+    let seeds = seed_pieces(
+        &corpus.word_text(),
+        &required,
+        settings.rules,
+        settings.seed_size,
+    );
+    progress.force(Stage::Seeding, 1, 1)?;
+    let most = n_meta + seeds.len();
+    if settings.vocab_size > most {
+        return Err(Error::invalid(format!(
+            "vocab_size {} is more than this corpus can give: at most {most} (the {n_meta} \
+             special and byte pieces, {} characters and {} substrings seen twice or more{})",
+            settings.vocab_size,
+            required.len(),
+            seeds.len() - required.len(),
+            if seeds.len() == settings.seed_size {
+                "; raise seed_size for more"
+            } else {
+                ""
+            }
+        )));
+    }
+    let total_frequency: f64 = seeds.iter().map(|&(_, f)| f as f64).sum();
+    let mut vocab = Vocab::new(
+        seeds.iter().map(|(p, _)| p.clone()).collect(),
+        seeds
+            .iter()
+            .map(|&(_, f)| (f as f64).ln() - total_frequency.ln())
+            .collect(),
+    );
+    drop(seeds);
+
+    // 3-4. EM and pruning.
+    let learned = settings.vocab_size - n_meta;
+    let desired = ((settings.vocab_size as f64 * DESIRED_SLACK) as usize).max(learned);
+    let mut shift = -3.0;
+    let mut round = 0u64;
+    loop {
+        let remaining = remaining_prunes(vocab.len(), desired, settings.shrinking_factor);
+        progress.force(Stage::Em, round, round + remaining + 1)?;
+        for _ in 0..settings.sub_iterations {
+            let (expected, log_likelihood) = vocab.expectations(&corpus, shift);
+            shift = log_likelihood / corpus.total_bytes;
+            vocab = vocab.maximize(&expected, learned);
+            progress.update(Stage::Em, round, round + remaining + 1)?;
+        }
+        round += 1;
+        if vocab.len() <= desired {
+            break;
+        }
+        vocab = vocab.prune(&corpus, desired, settings.shrinking_factor);
+    }
+    progress.force(Stage::Em, round, round)?;
+
+    // 5. The final vocabulary.
+    let pieces = finalize(&vocab, &required, learned, settings);
+    UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
+}
+
+fn check(settings: &UnigramTrainerSettings) -> Result<()> {
+    let s = settings;
+    if !(s.character_coverage > 0.0 && s.character_coverage <= 1.0) {
+        return Err(Error::invalid(format!(
+            "character_coverage must be in (0, 1], not {}",
+            s.character_coverage
+        )));
+    }
+    if !(s.shrinking_factor > 0.0 && s.shrinking_factor < 1.0) {
+        return Err(Error::invalid(format!(
+            "shrinking_factor must be in (0, 1), not {}",
+            s.shrinking_factor
+        )));
+    }
+    if s.sub_iterations == 0 {
+        return Err(Error::invalid("sub_iterations must be at least 1"));
+    }
+    if !(1..=255).contains(&s.rules.max_piece_chars) {
+        return Err(Error::invalid(format!(
+            "max_piece_length must be in 1..=255, not {}",
+            s.rules.max_piece_chars
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for token in std::iter::once(&s.unk_token).chain(&s.special_tokens) {
+        if token.is_empty() {
+            return Err(Error::invalid("a special token is empty"));
+        }
+        if !seen.insert(token) {
+            return Err(Error::invalid(format!(
+                "special token {token:?} given twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each character with its count in the corpus, the most frequent first
+/// (ties: the smaller character first).
+fn count_characters(words: &[(Vec<u8>, u64)]) -> Vec<(char, u64)> {
+    let mut counts: FxHashMap<char, u64> = FxHashMap::default();
+    for (word, count) in words {
+        for c in std::str::from_utf8(word)
+            .expect("counted text is UTF-8")
+            .chars()
+        {
+            *counts.entry(c).or_insert(0) += count;
+        }
+    }
+    let mut sorted: Vec<(char, u64)> = counts.into_iter().collect();
+    sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    sorted
+}
+
+/// How many more pruning steps take `size` pieces to `desired`.
+fn remaining_prunes(size: usize, desired: usize, shrinking_factor: f64) -> u64 {
+    if size <= desired {
+        0
+    } else {
+        ((desired as f64 / size as f64).ln() / shrinking_factor.ln()).ceil() as u64
+    }
+}
+
+/// The distinct words, their bytes one after the other (a rare character
+/// as the byte 0xFF, which no piece holds), with their counts.
+struct Words {
+    bytes: Vec<u8>,
+    /// Word `i` is `bytes[ends[i]..ends[i + 1]]`.
+    ends: Vec<usize>,
+    counts: Vec<u64>,
+    /// Σ count × bytes.
+    total_bytes: f64,
+}
+
+/// The stand-in of a rare character in `Words`.
+const RARE_BYTE: u8 = 0xFF;
+
+impl Words {
+    fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
+        let mut bytes = Vec::new();
+        let mut ends = vec![0];
+        let mut counts = Vec::with_capacity(words.len());
+        let mut total_bytes = 0.0;
+        for (word, count) in words {
+            for c in std::str::from_utf8(word)
+                .expect("counted text is UTF-8")
+                .chars()
+            {
+                if required.contains_key(&c) {
+                    let mut buf = [0u8; 4];
+                    bytes.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                } else {
+                    bytes.push(RARE_BYTE);
+                }
+            }
+            total_bytes +=
+                (bytes.len() - ends.last().expect("starts with 0")) as f64 * *count as f64;
+            ends.push(bytes.len());
+            counts.push(*count);
+        }
+        Words {
+            bytes,
+            ends,
+            counts,
+            total_bytes,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    fn word(&self, i: usize) -> &[u8] {
+        &self.bytes[self.ends[i]..self.ends[i + 1]]
+    }
+
+    /// The words as characters, for seeding.
+    fn word_text(&self) -> WordText {
+        let mut text = WordText {
+            chars: Vec::with_capacity(self.bytes.len() + self.len()),
+            starts: Vec::with_capacity(self.len()),
+            counts: self.counts.clone(),
+        };
+        for i in 0..self.len() {
+            text.starts.push(text.chars.len());
+            let mut at = 0;
+            let word = self.word(i);
+            while at < word.len() {
+                let len = char_len(word[at]);
+                text.chars.push(if word[at] == RARE_BYTE {
+                    RARE
+                } else {
+                    let c = std::str::from_utf8(&word[at..at + len]).expect("UTF-8");
+                    u32::from(c.chars().next().expect("one character"))
+                });
+                at += len;
+            }
+            text.chars.push(u32::MAX);
+        }
+        text
+    }
+
+    /// Calls `work(word, buffers, sums)` for every word on all cores, and
+    /// returns the integer `sums` (of `slots` entries) added over all words
+    /// and the sum of what `work` returns, both independent of the threads.
+    fn sum_over<F>(&self, slots: usize, work: F) -> (Vec<u64>, f64)
+    where
+        F: Fn(usize, &mut Buffers, &mut [u64]) -> f64 + Sync,
+    {
+        // A thread takes a vector of sums from the pool for each chunk and
+        // gives it back: there are never more vectors than threads.
+        let pool: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+        let partial: Vec<f64> = (0..self.len().div_ceil(CHUNK))
+            .into_par_iter()
+            .map_init(Buffers::default, |buffers, chunk| {
+                let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let mut sums = taken.unwrap_or_else(|| vec![0; slots]);
+                let end = ((chunk + 1) * CHUNK).min(self.len());
+                let value = (chunk * CHUNK..end)
+                    .map(|word| work(word, buffers, &mut sums))
+                    .sum::<f64>();
+                pool.lock().unwrap_or_else(|e| e.into_inner()).push(sums);
+                value
+            })
+            .collect();
+        let mut vectors = pool.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut total = vectors.pop().unwrap_or_else(|| vec![0; slots]);
+        for other in vectors {
+            for (t, o) in total.iter_mut().zip(other) {
+                *t += o;
+            }
+        }
+        (total, partial.iter().sum())
+    }
+}
+
+/// The length of the character that starts with `first` in `Words`.
+fn char_len(first: u8) -> usize {
+    match first {
+        RARE_BYTE => 1,
+        _ => super::encoder::utf8_len(first),
+    }
+}
+
+/// A piece occurrence in a word's lattice.
+#[derive(Clone, Copy)]
+struct Node {
+    start: u32,
+    end: u32,
+    /// The piece, or `UNK`.
+    id: u32,
+    /// Its (scaled) probability, or its score.
+    weight: f64,
+}
+
+/// A thread's reusable lattice buffers.
+#[derive(Default)]
+struct Buffers {
+    nodes: Vec<Node>,
+    forward: Vec<f64>,
+    backward: Vec<f64>,
+    /// Best path: (score, node index) ending at each byte.
+    best: Vec<(f64, u32)>,
+}
+
+/// The vocabulary during training.
+struct Vocab {
+    pieces: Vec<String>,
+    scores: Vec<f64>,
+    /// Built over the pieces of some earlier step, a superset of these.
+    trie: Trie,
+    /// Trie value -> index in `pieces`, or `UNK` if that piece is gone.
+    slot: Vec<u32>,
+}
+
+impl Vocab {
+    fn new(pieces: Vec<String>, scores: Vec<f64>) -> Self {
+        let trie = Trie::new(pieces.iter().zip(0..).map(|(p, i)| (p.as_bytes(), i)));
+        let slot = (0..pieces.len() as u32).collect();
+        Vocab {
+            pieces,
+            scores,
+            trie,
+            slot,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The vocabulary of the pieces `kept` (indices, ascending) with new
+    /// scores; the trie is kept unless most of it is gone.
+    fn keep(self, kept: &[usize], scores: Vec<f64>) -> Self {
+        let pieces: Vec<String> = kept.iter().map(|&i| self.pieces[i].clone()).collect();
+        if kept.len() * 2 < self.slot.len() {
+            return Vocab::new(pieces, scores);
+        }
+        let mut new_index = vec![UNK; self.len()];
+        for (new, &old) in kept.iter().enumerate() {
+            new_index[old] = new as u32;
+        }
+        let slot = self
+            .slot
+            .iter()
+            .map(|&old| {
+                if old == UNK {
+                    UNK
+                } else {
+                    new_index[old as usize]
+                }
+            })
+            .collect();
+        Vocab {
+            pieces,
+            scores,
+            trie: self.trie,
+            slot,
+        }
+    }
+
+    fn unk_score(&self) -> f64 {
+        self.scores.iter().copied().fold(f64::INFINITY, f64::min) - UNK_PENALTY
+    }
+
+    /// The lattice of `word` into `nodes`, by start: every piece at every
+    /// character start, and the unknown piece over each character that no
+    /// piece covers alone; each node's `weight` from `weights` (by piece) or
+    /// `unk_weight`.
+    fn lattice(&self, word: &[u8], weights: &[f64], unk_weight: f64, nodes: &mut Vec<Node>) {
+        nodes.clear();
+        let mut start = 0;
+        while start < word.len() {
+            let len = char_len(word[start]).min(word.len() - start);
+            let mut single = false;
+            let mut node = Trie::ROOT;
+            for end in start + 1..=word.len() {
+                let Some(next) = self.trie.child(node, word[end - 1]) else {
+                    break;
+                };
+                node = next;
+                if let Some(slot) = self.trie.value(node) {
+                    let id = self.slot[slot as usize];
+                    if id != UNK {
+                        nodes.push(Node {
+                            start: start as u32,
+                            end: end as u32,
+                            id,
+                            weight: weights[id as usize],
+                        });
+                        single |= end - start == len;
+                    }
+                }
+            }
+            if !single {
+                nodes.push(Node {
+                    start: start as u32,
+                    end: (start + len) as u32,
+                    id: UNK,
+                    weight: unk_weight,
+                });
+            }
+            start += len;
+        }
+    }
+
+    /// The E-step: each piece's expected count (fixed point) over the
+    /// corpus, and the corpus's log-likelihood.
+    fn expectations(&self, corpus: &Words, shift: f64) -> (Vec<u64>, f64) {
+        let unk_score = self.unk_score();
+        let probabilities: Vec<f64> = self.scores.iter().map(|s| s.exp()).collect();
+        let max_len = self
+            .pieces
+            .iter()
+            .map(|p| p.len())
+            .max()
+            .unwrap_or(1)
+            .max(4);
+        let scales =
+            |shift: f64| -> Vec<f64> { (0..=max_len).map(|n| (-shift * n as f64).exp()).collect() };
+        let scale = scales(shift);
+        corpus.sum_over(self.len(), |w, buffers, sums| {
+            let word = corpus.word(w);
+            let count = corpus.counts[w] as f64;
+            let n = word.len();
+            self.lattice(word, &probabilities, unk_score.exp(), &mut buffers.nodes);
+            let mut word_shift = shift;
+            let mut log_z = forward_backward(n, &scale, buffers);
+            if log_z.is_none() {
+                // Out of range: scale by this word's own best path instead.
+                self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
+                let (best, _) = best_path(n, &buffers.nodes, &mut buffers.best);
+                word_shift = best / n as f64;
+                self.lattice(word, &probabilities, unk_score.exp(), &mut buffers.nodes);
+                log_z = forward_backward(n, &scales(word_shift), buffers);
+            }
+            let Some(log_z) = log_z else {
+                // Still out of range (a word of megabytes): its best path
+                // takes the whole count.
+                self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
+                let (best, _) = best_path(n, &buffers.nodes, &mut buffers.best);
+                let mut end = n;
+                while end > 0 {
+                    let node = buffers.nodes[buffers.best[end].1 as usize];
+                    if node.id != UNK {
+                        sums[node.id as usize] += (count * SCALE).round() as u64;
+                    }
+                    end = node.start as usize;
+                }
+                return count * best;
+            };
+            let z = buffers.forward[n];
+            for node in &buffers.nodes {
+                if node.id != UNK {
+                    let marginal = buffers.forward[node.start as usize]
+                        * node.weight
+                        * buffers.backward[node.end as usize]
+                        / z;
+                    sums[node.id as usize] += (count * marginal * SCALE).round() as u64;
+                }
+            }
+            count * (log_z + word_shift * n as f64)
+        })
+    }
+
+    /// The M-step: scores from expected counts by the Bayesian update;
+    /// pieces expected less than `MIN_EXPECTED` times go, unless that would
+    /// leave fewer than `keep_at_least`.
+    fn maximize(self, expected: &[u64], keep_at_least: usize) -> Self {
+        let counts: Vec<f64> = expected.iter().map(|&e| e as f64 / SCALE).collect();
+        let mut kept: Vec<usize> = (0..self.len())
+            .filter(|&i| counts[i] >= MIN_EXPECTED)
+            .collect();
+        if kept.len() < keep_at_least.min(self.len()) {
+            let mut order: Vec<usize> = (0..self.len()).collect();
+            order.sort_by(|&a, &b| counts[b].total_cmp(&counts[a]).then(a.cmp(&b)));
+            kept = order[..keep_at_least.min(self.len())].to_vec();
+            kept.sort_unstable();
+        }
+        // A piece kept with (almost) no expected count still needs a finite score.
+        let count_of = |i: usize| counts[i].max(0.1);
+        let total: f64 = kept.iter().map(|&i| count_of(i)).sum();
+        let log_total = digamma(total);
+        let scores = kept
+            .iter()
+            .map(|&i| digamma(count_of(i)) - log_total)
+            .collect();
+        self.keep(&kept, scores)
+    }
+
+    /// Pruning: keeps the pieces whose removal would lose most likelihood,
+    /// `shrinking_factor` of them (at least `desired`).
+    fn prune(self, corpus: &Words, desired: usize, shrinking_factor: f64) -> Self {
+        let unk_score = self.unk_score();
+        // Each piece's best segmentation without it, when it is its own best.
+        let alternatives: Vec<Alternative> = (0..self.len())
+            .into_par_iter()
+            .map_init(Buffers::default, |buffers, i| {
+                self.alternative(i as u32, unk_score, buffers)
+            })
+            .collect();
+        // How often each piece is in the corpus's best segmentations.
+        let (frequency, _) = corpus.sum_over(self.len(), |w, buffers, sums| {
+            let word = corpus.word(w);
+            self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
+            best_path(word.len(), &buffers.nodes, &mut buffers.best);
+            let mut end = word.len();
+            while end > 0 {
+                let node = buffers.nodes[buffers.best[end].1 as usize];
+                if node.id != UNK {
+                    sums[node.id as usize] += corpus.counts[w];
+                }
+                end = node.start as usize;
+            }
+            0.0
+        });
+        let frequency: Vec<f64> = frequency.iter().map(|&f| f as f64).collect();
+        let sum: f64 = frequency.iter().sum();
+        let all_words: f64 = corpus.counts.iter().map(|&c| c as f64).sum();
+        let log_sum = sum.ln();
+
+        let mut kept = Vec::new();
+        let mut candidates: Vec<(f64, usize)> = Vec::new();
+        for (i, alternative) in alternatives.iter().enumerate() {
+            let f = frequency[i];
+            match alternative {
+                _ if f == 0.0 => {}
+                Alternative::Better => {}
+                Alternative::None => kept.push(i),
+                Alternative::Pieces(others) => {
+                    let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
+                    let log_p_alt: f64 = others
+                        .iter()
+                        .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
+                        .sum();
+                    let loss = (f.ln() - log_sum) - log_p_alt;
+                    candidates.push((f / all_words * loss, i));
+                }
+            }
+        }
+        let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let room = target.saturating_sub(kept.len());
+        kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
+        kept.sort_unstable();
+        let scores = kept.iter().map(|&i| self.scores[i]).collect();
+        self.keep(&kept, scores)
+    }
+
+    /// How piece `i` would be segmented without it.
+    fn alternative(&self, i: u32, unk_score: f64, buffers: &mut Buffers) -> Alternative {
+        let text = self.pieces[i as usize].as_bytes();
+        self.lattice(text, &self.scores, unk_score, &mut buffers.nodes);
+        buffers.nodes.retain(|n| n.id != i);
+        let (score, complete) = best_path(text.len(), &buffers.nodes, &mut buffers.best);
+        if !complete {
+            return Alternative::None;
+        }
+        let mut ids = Vec::new();
+        let mut end = text.len();
+        while end > 0 {
+            let node = buffers.nodes[buffers.best[end].1 as usize];
+            if node.id == UNK {
+                return Alternative::None;
+            }
+            ids.push(node.id);
+            end = node.start as usize;
+        }
+        if score > self.scores[i as usize] {
+            Alternative::Better
+        } else {
+            ids.reverse();
+            Alternative::Pieces(ids)
+        }
+    }
+}
+
+/// What replaces a piece that is removed.
+enum Alternative {
+    /// Nothing does: the piece stays.
+    None,
+    /// Its best segmentation is already another: it goes.
+    Better,
+    /// These pieces.
+    Pieces(Vec<u32>),
+}
+
+/// Forward-backward over the lattice in `buffers.nodes`, whose weights are
+/// probabilities; each is multiplied by `scale[bytes]` in place. Fills
+/// `buffers.forward` and `buffers.backward` and returns the log of the
+/// scaled total, or `None` if it leaves the range of `f64`.
+fn forward_backward(n: usize, scale: &[f64], buffers: &mut Buffers) -> Option<f64> {
+    let Buffers {
+        nodes,
+        forward,
+        backward,
+        ..
+    } = buffers;
+    forward.clear();
+    forward.resize(n + 1, 0.0);
+    forward[0] = 1.0;
+    for node in nodes.iter_mut() {
+        node.weight *= scale[(node.end - node.start) as usize];
+        forward[node.end as usize] += forward[node.start as usize] * node.weight;
+    }
+    let z = forward[n];
+    if !z.is_normal() {
+        return None;
+    }
+    backward.clear();
+    backward.resize(n + 1, 0.0);
+    backward[n] = 1.0;
+    for node in nodes.iter().rev() {
+        backward[node.start as usize] += node.weight * backward[node.end as usize];
+    }
+    Some(z.ln())
+}
+
+/// Viterbi over a lattice whose nodes' `weight` is a score: `best[end]` is
+/// the best (score, node) ending there; returns the best total and whether
+/// any path reaches the end.
+fn best_path(n: usize, nodes: &[Node], best: &mut Vec<(f64, u32)>) -> (f64, bool) {
+    best.clear();
+    best.resize(n + 1, (f64::NEG_INFINITY, UNK));
+    best[0].0 = 0.0;
+    for (k, node) in nodes.iter().enumerate() {
+        let candidate = best[node.start as usize].0 + node.weight;
+        let target = &mut best[node.end as usize];
+        if candidate > target.0 {
+            *target = (candidate, k as u32);
+        }
+    }
+    (best[n].0, best[n].1 != UNK)
+}
+
+/// ψ(x) for x > 0: the recurrence up to 10, then the asymptotic series
+/// (error below 1e-12).
+fn digamma(mut x: f64) -> f64 {
+    let mut result = 0.0;
+    while x < 10.0 {
+        result -= 1.0 / x;
+        x += 1.0;
+    }
+    let inv = 1.0 / x;
+    let inv2 = inv * inv;
+    result + x.ln()
+        - 0.5 * inv
+        - inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0))))
+}
+
+/// The model's pieces: the unknown and special pieces, the byte pieces, then
+/// the learned ones by score (the required characters always among them).
+fn finalize(
+    vocab: &Vocab,
+    required: &[(char, u64)],
+    learned: usize,
+    settings: &UnigramTrainerSettings,
+) -> Vec<Piece> {
+    let score_of: FxHashMap<&str, f64> = vocab
+        .pieces
+        .iter()
+        .map(String::as_str)
+        .zip(vocab.scores.iter().copied())
+        .collect();
+    let min_score = vocab.scores.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut chosen: FxHashMap<String, f64> = FxHashMap::default();
+    // Missing required characters: just below the lowest score, the more
+    // frequent ones higher, so that no two tie.
+    let mut penalty = 0.0;
+    for &(c, _) in required {
+        let text = c.to_string();
+        let score = match score_of.get(text.as_str()) {
+            Some(&score) => score,
+            None => {
+                penalty += 1e-4;
+                min_score - penalty
+            }
+        };
+        chosen.insert(text, score);
+    }
+    let mut by_score: Vec<(&str, f64)> = score_of.iter().map(|(&p, &s)| (p, s)).collect();
+    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    for (piece, score) in by_score {
+        if chosen.len() >= learned {
+            break;
+        }
+        chosen.entry(piece.to_owned()).or_insert(score);
+    }
+    let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
+    learned_pieces.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+
+    let control = |text: &str, kind| Piece {
+        text: text.to_owned(),
+        score: 0.0,
+        kind,
+    };
+    let mut pieces = vec![control(&settings.unk_token, PieceKind::Unknown)];
+    pieces.extend(
+        settings
+            .special_tokens
+            .iter()
+            .map(|t| control(t, PieceKind::Control)),
+    );
+    if settings.byte_fallback {
+        pieces.extend((0..=255u8).map(|b| control(&format!("<0x{b:02X}>"), PieceKind::Byte)));
+    }
+    pieces.extend(learned_pieces.into_iter().map(|(text, score)| Piece {
+        text,
+        score: score as f32,
+        kind: PieceKind::Normal,
+    }));
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counting::Counter;
+
+    fn settings(vocab_size: usize) -> UnigramTrainerSettings {
+        UnigramTrainerSettings {
+            vocab_size,
+            character_coverage: 1.0,
+            byte_fallback: false,
+            unk_token: "<unk>".into(),
+            special_tokens: vec!["<s>".into(), "</s>".into()],
+            rules: PieceRules {
+                max_piece_chars: 16,
+                split_by_script: true,
+                split_digits: false,
+            },
+            seed_size: 1_000_000,
+            shrinking_factor: 0.75,
+            sub_iterations: 2,
+            whitespace: Whitespace::default(),
+        }
+    }
+
+    fn corpus() -> Vec<String> {
+        // Words built from a few stems and endings, with Zipf-like counts.
+        let stems = [
+            "walk", "talk", "play", "jump", "read", "work", "look", "call",
+        ];
+        let ends = ["", "s", "ed", "ing", "er", "ers"];
+        let mut lines = Vec::new();
+        for (i, stem) in stems.iter().enumerate() {
+            for (j, end) in ends.iter().enumerate() {
+                let line = format!("the {stem}{end} of a day, né à Zürich");
+                for _ in 0..(40 / (i + j + 1)) {
+                    lines.push(line.clone());
+                }
+            }
+        }
+        lines
+    }
+
+    fn train_on(lines: &[String], settings: &UnigramTrainerSettings) -> Result<UnigramModel> {
+        let counter = Counter::sentencepiece(settings.whitespace, Vec::new()).unwrap();
+        let counts = counter.count_texts(lines).unwrap();
+        train(counts, settings, &Progress::silent())
+    }
+
+    fn texts(model: &UnigramModel) -> Vec<&str> {
+        model.pieces().iter().map(|p| p.text.as_str()).collect()
+    }
+
+    #[test]
+    fn exact_size_deterministic_and_lossless() {
+        let lines = corpus();
+        for vocab_size in [60, 100] {
+            let a = train_on(&lines, &settings(vocab_size)).unwrap();
+            let b = train_on(&lines, &settings(vocab_size)).unwrap();
+            assert_eq!(a.pieces().len(), vocab_size);
+            assert_eq!(texts(&a), texts(&b));
+            assert_eq!(&texts(&a)[..3], ["<unk>", "<s>", "</s>"]);
+            let scores: Vec<f32> = a.pieces()[3..].iter().map(|p| p.score).collect();
+            assert!(scores.windows(2).all(|w| w[0] >= w[1]), "by score");
+            for line in &lines[..20] {
+                assert_eq!(&a.decode(&a.encode(line)).unwrap(), line);
+            }
+        }
+        // A frequent word is one piece in a large enough vocabulary.
+        let big = train_on(&lines, &settings(100)).unwrap();
+        assert!(texts(&big).contains(&"▁the"));
+    }
+
+    #[test]
+    fn coverage_and_byte_fallback() {
+        let mut lines = corpus();
+        lines.push("ǂ".into()); // one rare character
+        let mut s = settings(400);
+        s.character_coverage = 0.9995;
+        s.byte_fallback = true;
+        let model = train_on(&lines, &s).unwrap();
+        assert_eq!(model.pieces().len(), 400);
+        assert!(!texts(&model).contains(&"ǂ"));
+        assert!(texts(&model).contains(&"ü"));
+        let ids = model.encode("ǂ ü");
+        assert!(!ids.contains(&model.unk_id()));
+        assert_eq!(model.decode(&ids).unwrap(), "ǂ ü");
+    }
+
+    #[test]
+    fn sizes_out_of_reach_say_what_is_possible() {
+        let lines = corpus();
+        let err = train_on(&lines, &settings(10)).err().unwrap().to_string();
+        assert!(err.contains("too small") && err.contains("need"), "{err}");
+        let err = train_on(&lines, &settings(100_000))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("at most"), "{err}");
+        let most: usize = err
+            .split("at most ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert_eq!(
+            train_on(&lines, &settings(most)).unwrap().pieces().len(),
+            most
+        );
+        let empty = train_on(&["   ".to_string()], &settings(100));
+        assert!(matches!(empty, Err(Error::Corpus(_))));
+    }
+
+    #[test]
+    fn digamma_values() {
+        // ψ(1) = −γ, ψ(1/2) = −γ − 2 ln 2, ψ(10) = H(9) − γ.
+        let gamma = 0.577_215_664_901_532_9;
+        assert!((digamma(1.0) + gamma).abs() < 1e-12);
+        assert!((digamma(0.5) + gamma + 2.0 * 2f64.ln()).abs() < 1e-12);
+        let h9: f64 = (1..10).map(|k| 1.0 / k as f64).sum();
+        assert!((digamma(10.0) - (h9 - gamma)).abs() < 1e-12);
+    }
+}
