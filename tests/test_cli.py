@@ -163,7 +163,7 @@ def test_wordpiece_train_encode_decode_info(tmp_path, bert_files):
     assert "una" not in cased.output.split()
     # Options of the other model are usage errors.
     wrong = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
-    assert wrong.exit_code == 2 and "BPE options" in wrong.output
+    assert wrong.exit_code == 2 and "--pattern is an option of bpe training" in wrong.output
 
 
 def test_unigram_models(tmp_path):
@@ -189,3 +189,26 @@ def test_unigram_models(tmp_path):
     assert info.exit_code == 0 and "Unigram" in info.output and "800 pieces" in info.output
     bpe_only = runner.invoke(main, ["encode", "-t", model, "--allow-special", "x"])
     assert bpe_only.exit_code == 2
+
+
+def test_train_unigram(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    runner = CliRunner()
+    out, model = tmp_path / "uni.json", tmp_path / "uni.model"
+    trained = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "6000", "--byte-fallback", str(CORPORA), "-o", str(out)])
+    assert trained.exit_code == 0, trained.output
+    assert "trained 6000 tokens (unigram, character coverage 0.9995, byte fallback)" in trained.output
+    ids = runner.invoke(main, ["encode", "-t", str(out), "Hello, World! ǂ"]).output.split()
+    assert runner.invoke(main, ["decode", "-t", str(out), *ids]).output == "Hello, World! ǂ\n"
+    info = runner.invoke(main, ["info", str(out)])
+    assert info.exit_code == 0 and "6000 pieces" in info.output and "character coverage" in info.output
+    # The same model as a SentencePiece file: sentencepiece encodes as polytok.
+    assert runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "6000", "--byte-fallback", "-q", str(CORPORA), "-o", str(model)]).exit_code == 0
+    assert spm.SentencePieceProcessor(model_file=str(model)).encode("Hello, World! ǂ") == [int(i) for i in ids]
+    # Options of other models, and sizes out of reach, are clear errors.
+    wrong = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "2000", "--cased", str(CORPORA), "-o", str(out)])
+    assert wrong.exit_code == 2 and "--cased is an option of wordpiece training" in wrong.output
+    wrong = runner.invoke(main, ["train", "--model", "bpe", "--vocab-size", "6000", "--byte-fallback", str(CORPORA), "-o", str(out)])
+    assert wrong.exit_code == 2 and "--byte-fallback is an option of unigram training" in wrong.output
+    huge = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "10000000", "-q", str(CORPORA), "-o", str(out)])
+    assert huge.exit_code == 1 and "at most" in huge.output

@@ -30,7 +30,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def load(path: str) -> BPETokenizer | WordPieceTokenizer:
+def load(path: str) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:
     """Load a tokenizer saved by polytok (``.json``), whatever its model."""
     with open(path, "rb") as f:
         try:
@@ -39,4 +39,6 @@ def load(path: str) -> BPETokenizer | WordPieceTokenizer:
             model = None  # The loader of BPE files reports what is wrong.
     if model == "wordpiece":
         return WordPieceTokenizer.load(path)
+    if model == "unigram":
+        return UnigramTokenizer.load(path)
     return BPETokenizer.load(path)

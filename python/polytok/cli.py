@@ -17,10 +17,10 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.pretokenize import PRESETS
-from polytok.unigram import UnigramTokenizer
+from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 
-MODELS = ("bpe", "wordpiece")
+MODELS = ("bpe", "wordpiece", "unigram")
 Tokenizer = BPETokenizer | WordPieceTokenizer | UnigramTokenizer
 
 
@@ -69,27 +69,48 @@ def main() -> None:
     """polytok: fast, exact tokenizers. Train, encode, decode, inspect."""
 
 
+#: Training options that only some models take (by parameter name).
+MODEL_OPTIONS = {
+    "pattern": ("bpe",),
+    "max_token_bytes": ("bpe",),
+    "min_frequency": ("bpe", "wordpiece"),
+    "limit_alphabet": ("wordpiece",),
+    "cased": ("wordpiece",),
+    "character_coverage": ("unigram",),
+    "byte_fallback": ("unigram",),
+    "max_piece_length": ("unigram",),
+    "split_digits": ("unigram",),
+}
+
+
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer: .json; or .tiktoken (BPE ranks only), .txt (WordPiece vocabulary only).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer: .json; or .tiktoken (BPE ranks only), .txt (WordPiece vocabulary only), .model (Unigram, SentencePiece's format).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True)
-@click.option("--vocab-size", type=int, required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges.")
+@click.option("--vocab-size", type=int, required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram: <unk> + special tokens (+ 256 byte pieces) + pieces.")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
-@click.option("--min-frequency", type=int, default=2, show_default=True, help="Do not merge pairs seen fewer times.")
-@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five).")
+@click.option("--min-frequency", type=int, default=2, show_default=True, help="BPE, WordPiece: do not merge pairs seen fewer times.")
+@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five); Unigram: control pieces after <unk> (default: <s> </s> <pad>).")
 @click.option("--max-token-bytes", type=int, default=None, help="BPE: longest token to learn, in bytes.")
 @click.option("--limit-alphabet", type=int, default=None, help="WordPiece: keep only this many characters (the most frequent).")
 @click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
+@click.option("--character-coverage", type=float, default=0.9995, show_default=True, help="Unigram: the share of characters the vocabulary covers; rarer ones are <unk> (or bytes).")
+@click.option("--byte-fallback", is_flag=True, help="Unigram: encode rare characters as UTF-8 byte pieces instead of <unk>.")
+@click.option("--max-piece-length", type=int, default=16, show_default=True, help="Unigram: longest piece, in characters.")
+@click.option("--split-digits", is_flag=True, help="Unigram: every digit a piece of its own.")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
-def train(files, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, errors, quiet) -> None:
+@click.pass_context
+def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, character_coverage, byte_fallback, max_piece_length, split_digits, errors, quiet) -> None:
     """Learn a tokenizer from FILES (files, directories of .txt files, globs)."""
     with _errors():
+        for name, models in MODEL_OPTIONS.items():
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT and model not in models:
+                option = "--" + name.replace("_", "-")
+                raise click.UsageError(f"{option} is an option of {' and '.join(models)} training, not {model}")
         start = time.perf_counter()
         progress = False if quiet else None
         if model == "bpe":
-            if limit_alphabet is not None or cased:
-                raise click.UsageError("--limit-alphabet and --cased are WordPiece options")
             pattern = pattern or "cl100k"
             tokenizer = BPETokenizer.train(
                 files,
@@ -102,9 +123,7 @@ def train(files, output, model, vocab_size, pattern, min_frequency, special_toke
                 progress=progress,
             )
             described = f"bpe, pattern {pattern}"
-        else:
-            if pattern is not None or max_token_bytes is not None:
-                raise click.UsageError("--pattern and --max-token-bytes are BPE options (WordPiece splits words as BERT)")
+        elif model == "wordpiece":
             tokenizer = WordPieceTokenizer.train(
                 files,
                 vocab_size=vocab_size,
@@ -116,6 +135,19 @@ def train(files, output, model, vocab_size, pattern, min_frequency, special_toke
                 progress=progress,
             )
             described = f"wordpiece, {'cased' if cased else 'uncased'}"
+        else:
+            tokenizer = UnigramTokenizer.train(
+                files,
+                vocab_size=vocab_size,
+                character_coverage=character_coverage,
+                byte_fallback=byte_fallback,
+                special_tokens=special_tokens or UNIGRAM_SPECIAL_TOKENS,
+                max_piece_length=max_piece_length,
+                split_digits=split_digits,
+                errors=errors,
+                progress=progress,
+            )
+            described = f"unigram, character coverage {character_coverage}" + (", byte fallback" if byte_fallback else "")
         _save(tokenizer, output)
         if not quiet:
             corpus = (tokenizer.training or {}).get("corpus", {})
@@ -127,13 +159,17 @@ def train(files, output, model, vocab_size, pattern, min_frequency, special_toke
 
 
 def _save(tokenizer: Tokenizer, output: str) -> None:
-    if output.endswith(".tiktoken"):
+    if output.endswith(".model"):
+        if not isinstance(tokenizer, UnigramTokenizer):
+            raise click.UsageError(".model files hold SentencePiece Unigram models: save this model as .json")
+        tokenizer.save_sentencepiece(output)
+    elif output.endswith(".tiktoken"):
         if not isinstance(tokenizer, BPETokenizer):
-            raise click.UsageError(".tiktoken files hold BPE ranks: save a WordPiece model as .json or .txt")
+            raise click.UsageError(".tiktoken files hold BPE ranks: save this model as .json")
         tokenizer.save_tiktoken(output)
     elif output.endswith(".txt"):
         if not isinstance(tokenizer, WordPieceTokenizer):
-            raise click.UsageError(".txt holds a WordPiece vocabulary: save a BPE model as .json or .tiktoken")
+            raise click.UsageError(".txt holds a WordPiece vocabulary: save this model as .json")
         tokenizer.save_vocab(output)
     else:
         tokenizer.save(output)
@@ -157,7 +193,7 @@ def encode(tokenizer_path, pattern, cased, text, allow_special, show, nbest, sam
         source = " ".join(text) if text else sys.stdin.read()
         unigram = isinstance(tokenizer, UnigramTokenizer)
         if (nbest is not None or sample) and not unigram:
-            raise click.UsageError("--nbest and --sample need a Unigram model (.model)")
+            raise click.UsageError("--nbest and --sample need a Unigram model")
         if unigram and allow_special:
             raise click.UsageError("--allow-special is for BPE and WordPiece models")
         if nbest is not None:
@@ -219,7 +255,7 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
             ordinary = range(tokenizer.n_ordinary)
             length = lambda i: len(tokenizer.token_bytes(i))  # noqa: E731
         elif isinstance(tokenizer, UnigramTokenizer):
-            summary.add_row("model", "Unigram (SentencePiece model)")
+            summary.add_row("model", "Unigram (SentencePiece's model)")
             summary.add_row("vocabulary", f"{tokenizer.vocab_size} pieces")
             summary.add_row("unknown text", "UTF-8 byte pieces" if tokenizer.byte_fallback else "<unk>")
             ordinary = range(tokenizer.vocab_size)
@@ -242,10 +278,14 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
         training = getattr(tokenizer, "training", None)
         if training:
             corpus = training.get("corpus", {})
+            how = (
+                f"character coverage {training['character_coverage']}"
+                if "character_coverage" in training
+                else f"min frequency {training.get('min_frequency')}"
+            )
             summary.add_row(
                 "trained",
-                f"min frequency {training.get('min_frequency')}, "
-                f"on {corpus.get('bytes', 0) / 1e6:.2f} MB ({corpus.get('distinct_pieces', 0)} distinct pieces)",
+                f"{how}, on {corpus.get('bytes', 0) / 1e6:.2f} MB ({corpus.get('distinct_pieces', 0)} distinct pieces)",
             )
         by_length = sorted(ordinary, key=lambda i: (-length(i), i))
         summary.add_row("longest", "  ".join(repr(tokenizer.id_to_token(i)) for i in by_length[:longest]))

@@ -1,15 +1,22 @@
-"""Unigram language-model tokenizers (SentencePiece's model): Viterbi
-encoding of SentencePiece ``.model`` files."""
+"""Unigram language-model tokenizers (SentencePiece's model): training by
+EM, Viterbi encoding, n-best and sampling; polytok JSON and SentencePiece
+``.model`` files."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from polytok import _core
-from polytok._counting import without_surrogates
-from polytok._files import PathLike
+from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
+from polytok._files import PathLike, atomic_write, read_text
+from polytok._progress import progress_callback, wanted
+
+#: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
+UNIGRAM_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 
 
 class UnigramTokenizer:
@@ -21,11 +28,144 @@ class UnigramTokenizer:
     Characters no piece covers are ``<unk>`` (one per run), or their UTF-8
     bytes as ``<0xHH>`` pieces when the model has byte fallback.
 
-    Create one with :meth:`from_sentencepiece`.
+    Create one with :meth:`train`, :meth:`train_from_iterator`,
+    :meth:`load` (polytok JSON) or :meth:`from_sentencepiece`.
     """
 
-    def __init__(self, core: _core.Unigram) -> None:
+    def __init__(self, core: _core.Unigram, training: dict | None = None) -> None:
         self._core = core
+        self._training = training
+
+    # ----------------------------------------------------------------- training
+
+    @classmethod
+    def train(
+        cls,
+        files: PathLike | Iterable[PathLike],
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = UNIGRAM_SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        seed_size: int = 1_000_000,
+        shrinking_factor: float = 0.75,
+        sub_iterations: int = 2,
+        remove_extra_whitespaces: bool = True,
+        add_dummy_prefix: bool = True,
+        errors: Literal["strict", "replace"] = "strict",
+        progress: bool | None = None,
+    ) -> UnigramTokenizer:
+        """Learn a Unigram model from text files, as SentencePiece does.
+
+        Each line is one sentence: spaces are handled as SentencePiece does
+        (``remove_extra_whitespaces``, ``add_dummy_prefix``) and written
+        ``▁``; the words (each from a ``▁`` on) are counted. Seeds are every
+        character and the ``seed_size`` most frequent substrings (by
+        frequency × length); EM with a digamma update re-estimates the
+        scores, and pruning removes the pieces whose loss costs the corpus
+        least likelihood, ``shrinking_factor`` of the vocabulary at a time
+        after ``sub_iterations`` EM steps, until ``vocab_size`` is reached
+        exactly.
+
+        ``vocab_size`` counts ``unk_token`` (id 0), ``special_tokens``
+        (control pieces, next), the 256 ``<0xHH>`` pieces with
+        ``byte_fallback``, and the learned pieces. ``character_coverage``:
+        the share of the text's characters the vocabulary must cover; rarer
+        characters are ``<unk>``, or their bytes with ``byte_fallback``.
+        Pieces have at most ``max_piece_length`` characters, ``▁`` only at
+        their start, one Unicode script (``split_by_script``) and no digit
+        with anything else (``split_digits``).
+
+        ``files``: paths, directories (every ``.txt`` below) and glob
+        patterns, UTF-8 (``errors="replace"`` replaces bad bytes).
+        ``progress``: progress bars on stderr (default: when it is a
+        terminal). The same corpus and settings give the same model.
+        """
+        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
+        settings = cls._settings(locals())
+        with progress_callback(wanted(progress)) as callback:
+            count_files(counter, files, errors, callback)
+            return cls._train_counted(counter, settings, callback)
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = UNIGRAM_SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        seed_size: int = 1_000_000,
+        shrinking_factor: float = 0.75,
+        sub_iterations: int = 2,
+        remove_extra_whitespaces: bool = True,
+        add_dummy_prefix: bool = True,
+        progress: bool | None = None,
+    ) -> UnigramTokenizer:
+        """Learn a Unigram model from strings (any iterable, consumed once;
+        each line of each string is a sentence). Arguments as in
+        :meth:`train`."""
+        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
+        settings = cls._settings(locals())
+        count_texts(counter, texts)
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(counter, settings, callback)
+
+    _SETTINGS = (
+        "vocab_size", "character_coverage", "byte_fallback", "unk_token", "special_tokens",
+        "max_piece_length", "split_by_script", "split_digits", "seed_size", "shrinking_factor",
+        "sub_iterations", "remove_extra_whitespaces", "add_dummy_prefix",
+    )
+
+    @classmethod
+    def _settings(cls, arguments: dict) -> dict:
+        """The training settings among a trainer's arguments."""
+        settings = {name: arguments[name] for name in cls._SETTINGS}
+        settings["special_tokens"] = list(settings["special_tokens"])
+        for name in ("vocab_size", "max_piece_length", "seed_size", "sub_iterations"):
+            if settings[name] < 1:
+                raise ValueError(f"{name} must be at least 1, not {settings[name]}")
+        return settings
+
+    @classmethod
+    def _train_counted(cls, counter: _core.PieceCounter, settings: dict, callback) -> UnigramTokenizer:
+        corpus = corpus_record(counter)
+        s = settings
+        core = _core.Unigram.train(
+            counter, s["vocab_size"], s["character_coverage"], s["byte_fallback"], s["unk_token"],
+            s["special_tokens"], s["max_piece_length"], s["split_by_script"], s["split_digits"],
+            s["seed_size"], s["shrinking_factor"], s["sub_iterations"], callback,
+        )
+        return cls(core, {**settings, "corpus": corpus})
+
+    # -------------------------------------------------------------------- files
+
+    @classmethod
+    def load(cls, path: PathLike) -> UnigramTokenizer:
+        """Load a tokenizer saved with :meth:`save`."""
+        text = read_text(path, "a polytok tokenizer file")
+        core, training = _core.Unigram.from_json(text, os.fspath(path))
+        return cls(core, json.loads(training) if training else None)
+
+    def save(self, path: PathLike) -> None:
+        """Save as polytok JSON (pieces, scores, types, settings, training
+        record), atomically."""
+        training = json.dumps(self._training) if self._training is not None else None
+        atomic_write(path, self._core.to_json(training))
+
+    def save_sentencepiece(self, path: PathLike) -> None:
+        """Save as a SentencePiece ``.model`` file (identity normalization),
+        atomically: ``sentencepiece`` loads it and encodes as polytok does."""
+        atomic_write(path, self._core.to_sentencepiece())
 
     @classmethod
     def from_sentencepiece(cls, path: PathLike) -> UnigramTokenizer:
@@ -84,6 +224,19 @@ class UnigramTokenizer:
     def id_to_token(self, id: int) -> str:
         """The piece of an id."""
         return self._core.piece(id)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a piece, or None."""
+        return self._core.piece_id(token)
+
+    def score(self, id: int) -> float:
+        """The score (log-probability) of a piece."""
+        return self._core.score(id)
+
+    @property
+    def training(self) -> dict | None:
+        """The settings and corpus statistics the model was trained with."""
+        return self._training
 
     @property
     def vocab_size(self) -> int:

@@ -673,6 +673,15 @@ impl Unigram {
         let ints = Ints::new(py, model.pieces().len())?;
         Ok(Unigram { model, ints })
     }
+
+    fn piece_at(&self, id: u32) -> PyResult<&unigram::Piece> {
+        self.model.pieces().get(id as usize).ok_or_else(|| {
+            to_py(Error::UnknownTokenId {
+                id,
+                vocab_size: self.model.pieces().len(),
+            })
+        })
+    }
 }
 
 #[pymethods]
@@ -729,6 +738,33 @@ impl Unigram {
         Unigram::new(py, model)
     }
 
+    #[staticmethod]
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
+        let (model, training) = py
+            .detach(|| UnigramModel::from_json(json, source))
+            .map_err(to_py)?;
+        Ok((Unigram::new(py, model)?, training.map(|t| t.to_string())))
+    }
+
+    /// polytok JSON; `training` is a JSON object recorded in the file.
+    #[pyo3(signature = (training = None))]
+    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
+        Ok(self.model.to_json(parse_training(training)?.as_ref()))
+    }
+
+    /// A SentencePiece `.model` file's bytes.
+    fn to_sentencepiece<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.model.to_sentencepiece())
+    }
+
+    fn score(&self, id: u32) -> PyResult<f32> {
+        Ok(self.piece_at(id)?.score)
+    }
+
+    fn piece_id(&self, piece: &str) -> Option<u32> {
+        self.model.piece_id(piece)
+    }
+
     fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         encode_list(py, &self.ints, text, None, |t, _| Ok(self.model.encode(t)))
     }
@@ -759,16 +795,7 @@ impl Unigram {
     }
 
     fn piece(&self, id: u32) -> PyResult<String> {
-        self.model
-            .pieces()
-            .get(id as usize)
-            .map(|p| p.text.clone())
-            .ok_or_else(|| {
-                to_py(Error::UnknownTokenId {
-                    id,
-                    vocab_size: self.model.pieces().len(),
-                })
-            })
+        Ok(self.piece_at(id)?.text.clone())
     }
 
     #[getter]

@@ -1,9 +1,94 @@
-//! SentencePiece `.model` files: a protobuf `ModelProto`. Only the fields
-//! encoding needs are read (pieces with scores and types, byte fallback,
-//! whitespace handling); prost skips the others.
+//! Unigram model files: SentencePiece's `.model` and polytok's own JSON.
+//!
+//! `.model`: a protobuf `ModelProto`. Only the fields encoding needs are read
+//! (pieces with scores and types, byte fallback, whitespace handling); prost
+//! skips the others. Written with those fields and an identity normalizer,
+//! so that `sentencepiece` loads a polytok model and encodes as polytok does.
+//!
+//! polytok JSON, version 1:
+//! ```json
+//! {"format": "polytok", "version": 1, "model": "unigram",
+//!  "pieces": [["<unk>", 0.0, "unknown"], ["▁the", -3.52, "normal"], ...],  // id order
+//!  "byte_fallback": false,
+//!  "whitespace": {"remove_extra": true, "add_dummy_prefix": true},
+//!  "training": {...} | null}
+//! ```
+//! Scores are `f32`, written in their shortest exact form.
+
+use serde::{Deserialize, Serialize};
 
 use super::{Piece, PieceKind, UnigramModel, Whitespace};
 use crate::error::{Error, Result};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnigramFile {
+    format: String,
+    version: u32,
+    model: String,
+    pieces: Vec<(String, f32, KindName)>,
+    byte_fallback: bool,
+    whitespace: WhitespaceEntry,
+    training: Option<serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum KindName {
+    Normal,
+    Unknown,
+    Control,
+    UserDefined,
+    Unused,
+    Byte,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WhitespaceEntry {
+    remove_extra: bool,
+    add_dummy_prefix: bool,
+}
+
+impl From<PieceKind> for KindName {
+    fn from(kind: PieceKind) -> Self {
+        match kind {
+            PieceKind::Normal => KindName::Normal,
+            PieceKind::Unknown => KindName::Unknown,
+            PieceKind::Control => KindName::Control,
+            PieceKind::UserDefined => KindName::UserDefined,
+            PieceKind::Unused => KindName::Unused,
+            PieceKind::Byte => KindName::Byte,
+        }
+    }
+}
+
+impl From<KindName> for PieceKind {
+    fn from(kind: KindName) -> Self {
+        match kind {
+            KindName::Normal => PieceKind::Normal,
+            KindName::Unknown => PieceKind::Unknown,
+            KindName::Control => PieceKind::Control,
+            KindName::UserDefined => PieceKind::UserDefined,
+            KindName::Unused => PieceKind::Unused,
+            KindName::Byte => PieceKind::Byte,
+        }
+    }
+}
+
+/// SentencePiece's number of each piece type.
+fn proto_kind(kind: PieceKind) -> i32 {
+    match kind {
+        PieceKind::Normal => 1,
+        PieceKind::Unknown => 2,
+        PieceKind::Control => 3,
+        PieceKind::UserDefined => 4,
+        PieceKind::Unused => 5,
+        PieceKind::Byte => 6,
+    }
+}
 
 #[derive(Clone, PartialEq, prost::Message)]
 struct ModelProto {
@@ -32,6 +117,8 @@ struct TrainerSpec {
     /// UNIGRAM = 1 (the default), BPE = 2, WORD = 3, CHAR = 4.
     #[prost(int32, optional, tag = "3")]
     model_type: Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    vocab_size: Option<i32>,
     #[prost(bool, optional, tag = "35")]
     byte_fallback: Option<bool>,
     #[prost(bool, optional, tag = "24")]
@@ -105,20 +192,13 @@ impl UnigramModel {
             .into_iter()
             .enumerate()
             .map(|(id, p)| {
-                let kind = match p.kind.unwrap_or(1) {
-                    1 => PieceKind::Normal,
-                    2 => PieceKind::Unknown,
-                    3 => PieceKind::Control,
-                    4 => PieceKind::UserDefined,
-                    5 => PieceKind::Unused,
-                    6 => PieceKind::Byte,
-                    other => {
-                        return Err(damaged(
-                            source,
-                            format!("piece {id} has the unknown type {other}"),
-                        ))
-                    }
-                };
+                let number = p.kind.unwrap_or(1);
+                let kind = ALL_KINDS
+                    .into_iter()
+                    .find(|&k| proto_kind(k) == number)
+                    .ok_or_else(|| {
+                        damaged(source, format!("piece {id} has the unknown type {number}"))
+                    })?;
                 Ok(Piece {
                     text: p.piece.unwrap_or_default(),
                     score: p.score.unwrap_or(0.0),
@@ -128,5 +208,162 @@ impl UnigramModel {
             .collect::<Result<Vec<_>>>()?;
         UnigramModel::new(pieces, trainer.byte_fallback.unwrap_or(false), whitespace)
             .map_err(|e| damaged(source, e))
+    }
+
+    /// The model as a SentencePiece `.model` file (identity normalization).
+    pub fn to_sentencepiece(&self) -> Vec<u8> {
+        use prost::Message;
+        let ws = self.whitespace;
+        ModelProto {
+            pieces: self
+                .pieces
+                .iter()
+                .map(|p| SentencePiece {
+                    piece: Some(p.text.clone()),
+                    score: Some(p.score),
+                    kind: Some(proto_kind(p.kind)),
+                })
+                .collect(),
+            trainer_spec: Some(TrainerSpec {
+                model_type: Some(1),
+                vocab_size: Some(self.pieces.len() as i32),
+                byte_fallback: Some(self.byte_fallback()),
+                treat_whitespace_as_suffix: Some(false),
+            }),
+            normalizer_spec: Some(NormalizerSpec {
+                name: Some("identity".to_owned()),
+                precompiled_charsmap: Some(Vec::new()),
+                add_dummy_prefix: Some(ws.add_dummy_prefix),
+                remove_extra_whitespaces: Some(ws.remove_extra),
+                escape_whitespaces: Some(ws.escape),
+            }),
+        }
+        .encode_to_vec()
+    }
+
+    /// The model as polytok JSON; `training` records how it was made.
+    pub fn to_json(&self, training: Option<&serde_json::Value>) -> String {
+        let file = UnigramFile {
+            format: "polytok".to_owned(),
+            version: FORMAT_VERSION,
+            model: "unigram".to_owned(),
+            pieces: self
+                .pieces
+                .iter()
+                .map(|p| (p.text.clone(), p.score, p.kind.into()))
+                .collect(),
+            byte_fallback: self.byte_fallback(),
+            whitespace: WhitespaceEntry {
+                remove_extra: self.whitespace.remove_extra,
+                add_dummy_prefix: self.whitespace.add_dummy_prefix,
+            },
+            training: training.cloned(),
+        };
+        serde_json::to_string(&file).expect("serializable")
+    }
+
+    /// A model from polytok JSON, with its training record; errors name
+    /// `source`.
+    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
+        let file: UnigramFile = serde_json::from_str(json)
+            .map_err(|e| damaged(source, format!("not a polytok Unigram file: {e}")))?;
+        if file.format != "polytok" || file.model != "unigram" {
+            return Err(damaged(
+                source,
+                format!(
+                    "a {:?} {:?} file, not a polytok Unigram file",
+                    file.format, file.model
+                ),
+            ));
+        }
+        if file.version != FORMAT_VERSION {
+            return Err(damaged(
+                source,
+                format!(
+                    "format version {}; this polytok reads version {FORMAT_VERSION}",
+                    file.version
+                ),
+            ));
+        }
+        let pieces = file
+            .pieces
+            .into_iter()
+            .map(|(text, score, kind)| Piece {
+                text,
+                score,
+                kind: kind.into(),
+            })
+            .collect();
+        let whitespace = Whitespace {
+            remove_extra: file.whitespace.remove_extra,
+            add_dummy_prefix: file.whitespace.add_dummy_prefix,
+            escape: true,
+        };
+        let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
+            .map_err(|e| damaged(source, e))?;
+        Ok((model, file.training))
+    }
+}
+
+const ALL_KINDS: [PieceKind; 6] = [
+    PieceKind::Normal,
+    PieceKind::Unknown,
+    PieceKind::Control,
+    PieceKind::UserDefined,
+    PieceKind::Unused,
+    PieceKind::Byte,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_and_model_round_trips() {
+        let mut pieces = vec![
+            Piece {
+                text: "<unk>".into(),
+                score: 0.0,
+                kind: PieceKind::Unknown,
+            },
+            Piece {
+                text: "<s>".into(),
+                score: 0.0,
+                kind: PieceKind::Control,
+            },
+        ];
+        pieces.extend(
+            ["▁a", "b", "▁", "ab"]
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Piece {
+                    text: t.to_string(),
+                    score: -1.1 - i as f32 / 3.0,
+                    kind: PieceKind::Normal,
+                }),
+        );
+        let model = UnigramModel::new(pieces, false, Whitespace::default()).unwrap();
+        let same = |other: &UnigramModel| {
+            assert_eq!(other.pieces().len(), model.pieces().len());
+            for (a, b) in other.pieces().iter().zip(model.pieces()) {
+                assert_eq!(
+                    (&a.text, a.score.to_bits(), a.kind),
+                    (&b.text, b.score.to_bits(), b.kind)
+                );
+            }
+            assert_eq!(other.encode(" ab  b"), model.encode(" ab  b"));
+        };
+        let training = serde_json::json!({"vocab_size": 6});
+        let (json_model, record) =
+            UnigramModel::from_json(&model.to_json(Some(&training)), "m.json").unwrap();
+        same(&json_model);
+        assert_eq!(record, Some(training));
+        same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());
+        let err = UnigramModel::from_json("{\"format\": \"polytok\"}", "m.json");
+        assert!(err
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("m.json: not a polytok Unigram file"));
     }
 }

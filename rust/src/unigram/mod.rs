@@ -71,6 +71,8 @@ pub struct UnigramModel {
     kinds: Vec<PieceKind>,
     /// Normal, user-defined and unused pieces, by their bytes.
     trie: Trie,
+    /// Every piece's id, by its text.
+    ids: rustc_hash::FxHashMap<String, u32>,
     unk: u32,
     /// `<0x00>`..`<0xFF>`, when unknown characters fall back to bytes.
     byte_pieces: Option<Box<[u32; 256]>>,
@@ -82,12 +84,12 @@ pub struct UnigramModel {
 impl UnigramModel {
     pub fn new(pieces: Vec<Piece>, byte_fallback: bool, whitespace: Whitespace) -> Result<Self> {
         let mut unk = None;
-        let mut seen = std::collections::HashMap::new();
+        let mut ids = rustc_hash::FxHashMap::default();
         for (id, piece) in pieces.iter().enumerate() {
             if piece.text.is_empty() {
                 return Err(Error::invalid(format!("piece {id} is empty")));
             }
-            if let Some(first) = seen.insert(piece.text.as_str(), id) {
+            if let Some(first) = ids.insert(piece.text.clone(), id as u32) {
                 return Err(Error::invalid(format!(
                     "pieces {first} and {id} are both {:?}",
                     piece.text
@@ -144,6 +146,7 @@ impl UnigramModel {
             kinds: pieces.iter().map(|p| p.kind).collect(),
             pieces,
             trie,
+            ids,
             unk,
             byte_pieces,
             whitespace,
@@ -154,6 +157,11 @@ impl UnigramModel {
 
     pub fn pieces(&self) -> &[Piece] {
         &self.pieces
+    }
+
+    /// The id of a piece (of any kind).
+    pub fn piece_id(&self, text: &str) -> Option<u32> {
+        self.ids.get(text).copied()
     }
 
     pub fn unk_id(&self) -> u32 {
