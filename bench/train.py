@@ -1,8 +1,10 @@
-"""Training: polytok vs Hugging Face tokenizers vs SentencePiece (BPE), and
-polytok vs tokenizers (WordPiece).
+"""Training: polytok vs Hugging Face tokenizers vs SentencePiece (BPE),
+polytok vs tokenizers (WordPiece), and polytok vs SentencePiece (Unigram).
 
     python bench/train.py                 # BPE, full run: 100 MB, 3 runs per library
     python bench/train.py --model wordpiece
+    python bench/train.py --model unigram               # 10 MB, 8,000 pieces
+    python bench/train.py --model unigram --vocab 32000
     python bench/train.py --mb 20 --runs 1
     python bench/train.py --quick         # 2 MB, 2 runs
 
@@ -30,6 +32,20 @@ with BERT's uncased normalization and pre-tokenizer and ``min_frequency=2``:
   ``BertPreTokenizer()``, ``WordPieceTrainer(vocab_size=30000,
   min_frequency=2, special_tokens=[PAD, UNK, CLS, SEP, MASK])``, which merges
   by pair frequency (BPE with ``##``).
+
+With ``--model unigram``, 8,000 pieces (``--vocab``) on the first 10 MB
+(``--mb``), both with identity normalization, SentencePiece's whitespace
+handling, ``character_coverage=0.9995`` and the pieces ``<unk> <s> </s>
+<pad>``:
+
+* polytok: ``UnigramTokenizer.train([file], vocab_size=8000)``;
+* sentencepiece: ``model_type="unigram"``, ``normalization_rule_name="identity"``,
+  ``pad_id=3``, ``num_threads=2``, every line used (as for BPE).
+
+Quality: both models, as ``.model`` files, are loaded into sentencepiece
+and encode every line of the training text; the table gives the total
+log-likelihood of those segmentations (the sum of their pieces' scores) and
+the tokens per byte, with polytok's ratio to sentencepiece's.
 
 Every run is a fresh child process (``RAYON_NUM_THREADS=2``), so its peak
 RSS (``ru_maxrss`` of that child, read with ``wait4``) covers one training
@@ -131,10 +147,63 @@ def train_tokenizers_wordpiece(path: Path, vocab: int, out: Path, extremely_larg
     return [token.encode("utf-8") for token in tk.get_vocab()]
 
 
+def train_polytok_unigram(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+    polytok = _data.import_polytok()
+    tok = polytok.UnigramTokenizer.train([str(path)], vocab_size=vocab, progress=False)
+    tok.save_sentencepiece(out / "model.model")
+    return [tok.id_to_token(i).encode("utf-8") for i in range(tok.vocab_size)]
+
+
+def train_sentencepiece_unigram(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+    import sentencepiece as spm
+
+    lines, longest = line_stats(path)
+    spm.SentencePieceTrainer.train(
+        input=str(path),
+        model_prefix=str(out / "model"),
+        model_type="unigram",
+        normalization_rule_name="identity",
+        character_coverage=0.9995,
+        pad_id=3,
+        vocab_size=vocab,
+        num_threads=THREADS,
+        input_sentence_size=max(lines * 2, 1_000_000),
+        max_sentence_length=max(longest + 1, 4192),
+        shuffle_input_sentence=False,
+        train_extremely_large_corpus=extremely_large,
+        minloglevel=1,
+    )
+    sp = spm.SentencePieceProcessor(model_file=str(out / "model.model"))
+    return [sp.id_to_piece(i).encode("utf-8") for i in range(sp.get_piece_size())]
+
+
 TRAINERS = {
     "bpe": {"polytok": train_polytok, "tokenizers": train_tokenizers, "sentencepiece": train_sentencepiece},
     "wordpiece": {"polytok": train_polytok_wordpiece, "tokenizers": train_tokenizers_wordpiece},
+    "unigram": {"polytok": train_polytok_unigram, "sentencepiece": train_sentencepiece_unigram},
 }
+DEFAULT_VOCAB = {"bpe": 32000, "wordpiece": 30000, "unigram": 8000}
+DEFAULT_MB = {"bpe": 100.0, "wordpiece": 100.0, "unigram": 10.0}
+DESCRIPTION = {
+    "bpe": "gpt2 pattern / byte level",
+    "wordpiece": "BERT uncased normalization and words",
+    "unigram": "identity normalization, character coverage 0.9995",
+}
+
+
+def unigram_quality(model: Path, path: Path) -> tuple[float, int, int]:
+    """(log-likelihood, tokens, bytes) of a .model's best segmentations of
+    every line of ``path``, encoded by sentencepiece."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    scores = [sp.get_score(i) for i in range(sp.get_piece_size())]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    log_likelihood, tokens = 0.0, 0
+    for ids in sp.encode(lines, num_threads=THREADS):
+        log_likelihood += sum(scores[i] for i in ids)
+        tokens += len(ids)
+    return log_likelihood, tokens, sum(len(line.encode("utf-8")) for line in lines)
 
 
 def run_child_mode(args) -> None:
@@ -167,13 +236,34 @@ def versions(libs) -> str:
     return ", ".join(out)
 
 
+def print_unigram_quality(quality: dict[str, tuple[float, int, int]], vocabs: dict[str, set[bytes]]) -> None:
+    """Log-likelihood and tokens per byte of each model on the training text."""
+    reference = quality.get("sentencepiece")
+    rows = []
+    for name, (log_likelihood, tokens, size) in quality.items():
+        rows.append(
+            [
+                name,
+                f"{log_likelihood:,.0f}",
+                f"{log_likelihood / reference[0]:.4f}" if reference else "—",
+                f"{tokens / size:.4f}",
+                f"{tokens / reference[1]:.4f}" if reference else "—",
+            ]
+        )
+    headers = ["library", "log-likelihood", "÷ sentencepiece", "tokens/byte", "÷ sentencepiece"]
+    _data.print_table("Quality on the training text (segmented by sentencepiece)", headers, rows)
+    if "polytok" in vocabs and "sentencepiece" in vocabs:
+        a, b = vocabs["polytok"], vocabs["sentencepiece"]
+        print(f"pieces in both vocabularies: {len(a & b):,} of {len(b):,}\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="2 MB, 2 runs")
-    ap.add_argument("--mb", type=float, help="MB of en_100MB.txt to train on (default 100, quick 2)")
+    ap.add_argument("--mb", type=float, help="MB of en_100MB.txt to train on (default 100, Unigram 10; quick 2)")
     ap.add_argument("--runs", type=int, help="runs per library (default 3, quick 2)")
-    ap.add_argument("--model", choices=TRAINERS, default="bpe", help="bpe (default) or wordpiece")
-    ap.add_argument("--vocab", type=int, help="vocabulary size (default 32000 for BPE, 30000 for WordPiece)")
+    ap.add_argument("--model", choices=TRAINERS, default="bpe", help="bpe (default), wordpiece or unigram")
+    ap.add_argument("--vocab", type=int, help="vocabulary size (default 32000 for BPE, 30000 for WordPiece, 8000 for Unigram)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="time limit per training run, s (default 3600)")
     ap.add_argument(
         "--sp-extremely-large",
@@ -185,9 +275,9 @@ def main() -> None:
     ap.add_argument("--file", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    args.mb = args.mb or (2.0 if args.quick else 100.0)
+    args.mb = args.mb or (2.0 if args.quick else DEFAULT_MB[args.model])
     args.runs = args.runs or (2 if args.quick else 3)
-    args.vocab = args.vocab or (32000 if args.model == "bpe" else 30000)
+    args.vocab = args.vocab or DEFAULT_VOCAB[args.model]
 
     if args.child:
         run_child_mode(args)
@@ -203,12 +293,13 @@ def main() -> None:
     print(f"{args.model} training benchmark — {_data.machine_note()}; {versions(libs)}")
     print(
         f"corpus: {path} ({size / _data.MB:.1f} MB, {lines:,} lines, longest {longest:,} bytes); vocab {args.vocab:,}; "
-        f"{'gpt2 pattern / byte level' if args.model == 'bpe' else 'BERT uncased normalization and words'}; {args.runs} run(s) per library, interleaved, each in a fresh process; "
+        f"{DESCRIPTION[args.model]}; {args.runs} run(s) per library, interleaved, each in a fresh process; "
         f"RAYON_NUM_THREADS={THREADS}; {_data.load_note()}\n"
     )
 
     runs: dict[str, list[dict]] = {name: [] for name in libs}
     vocabs: dict[str, set[bytes]] = {}
+    quality: dict[str, tuple[float, int, int]] = {}
     failed: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="polytok-train-bench-") as tmp:
         for r in range(args.runs):
@@ -247,6 +338,8 @@ def main() -> None:
                 if r == 0:
                     text = (out / f"{name}.vocab").read_text()
                     vocabs[name] = {bytes.fromhex(h) for h in text.split("\n") if h}
+                    if args.model == "unigram":
+                        quality[name] = unigram_quality(out / "model.model", path)
 
     builds = {d["polytok"] for d in runs.get("polytok", [])}
     if len(builds) > 1:
@@ -281,6 +374,8 @@ def main() -> None:
     print(f"at the end: {_data.load_note()}\n")
     _data.print_table(title, headers, rows)
 
+    if quality:
+        print_unigram_quality(quality, vocabs)
     if "polytok" in vocabs and "tokenizers" in vocabs:
         a, b = vocabs["polytok"], vocabs["tokenizers"]
         print(

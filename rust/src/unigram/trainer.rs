@@ -19,7 +19,7 @@
 //!    pieces up to the size asked for, exactly.
 //!
 //! Determinism: words are processed in a fixed order and expected counts are
-//! added in fixed point (2^-24), so sums do not depend on how the threads
+//! added in fixed point (2^-20), so sums do not depend on how the threads
 //! split the work: the same corpus and settings give the same vocabulary.
 //!
 //! Cost per E-step: O(Σ word bytes × matches per byte), with no allocation
@@ -64,8 +64,9 @@ pub struct UnigramTrainerSettings {
     pub whitespace: Whitespace,
 }
 
-/// Fixed-point scale of expected counts.
-const SCALE: f64 = (1u64 << 24) as f64;
+/// Fixed-point scale of expected counts: a millionth of an occurrence, and
+/// room in a `u64` for 1.7 × 10^13 occurrences of one piece.
+const SCALE: f64 = (1u64 << 20) as f64;
 /// The unknown piece's score below the lowest score, as SentencePiece.
 const UNK_PENALTY: f64 = 10.0;
 /// Pieces expected less often than this are dropped by the M-step.
@@ -132,10 +133,10 @@ pub fn train(
     if settings.vocab_size > most {
         return Err(Error::invalid(format!(
             "vocab_size {} is more than this corpus can give: at most {most} (the {n_meta} \
-             special and byte pieces, {} characters and {} substrings seen twice or more{})",
+             special and byte pieces, {} characters and {} seen twice or more{})",
             settings.vocab_size,
             required.len(),
-            seeds.len() - required.len(),
+            plural(seeds.len() - required.len(), "substring"),
             if seeds.len() == settings.seed_size {
                 "; raise seed_size for more"
             } else {
@@ -178,6 +179,11 @@ pub fn train(
     // 5. The final vocabulary.
     let pieces = finalize(&vocab, &required, learned, settings);
     UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
+}
+
+/// "1 substring", "2 substrings".
+fn plural(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn check(settings: &UnigramTrainerSettings) -> Result<()> {
