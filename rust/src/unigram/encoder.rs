@@ -1,26 +1,41 @@
-//! Viterbi segmentation, as SentencePiece's optimized encoder does it.
+//! Viterbi segmentation, exactly as SentencePiece's optimized encoder
+//! (version 0.2.3) does it.
 //!
-//! One pass over the character starts: from each, the trie gives every piece
-//! that starts there; each extends the best path ending at the start, and
-//! the best path ending at each position keeps its last piece. Where no
-//! piece of one character starts, the unknown piece covers that character
-//! with the lowest score minus 10. Scores add up in `f32` in SentencePiece's
-//! order, and a later candidate replaces the best only if strictly better,
-//! so ties resolve as there. Consecutive unknown characters are one unknown
-//! piece; with byte fallback, each of its bytes is a byte piece instead.
+//! One pass over the character starts: from each, a walk down the piece
+//! trie meets every piece that starts there, shortest first; each extends
+//! the best path ending at the start, and the best path ending at each
+//! position keeps its last piece. Where no piece of one character starts,
+//! the unknown piece covers that character with the lowest score minus 10.
+//! Consecutive unknown characters are one unknown piece; with byte
+//! fallback, each of its bytes is a byte piece instead.
 //!
-//! Cost: O(n · L) for a text of n bytes and pieces of at most L bytes, with
-//! one best-path entry per byte and no allocation per lattice node.
+//! Arithmetic follows SentencePiece to the bit, since long texts have
+//! near-ties that rounding decides: scores add up in `f32` in its order, a
+//! later candidate replaces the best only if strictly better (ties keep the
+//! earlier one), and when the path score at a start passes ±100,000 it is
+//! subtracted from every best path from there on (SentencePiece's guard
+//! against lost precision), which changes later roundings.
+//!
+//! Cost: O(n · L) for a text of n bytes and pieces of at most L bytes: one
+//! trie unit read per byte of each walk, with the score in it, and one
+//! best-path entry per byte, with no allocation per lattice node.
 
 use std::cell::RefCell;
 
+use super::piece_trie::NO_PIECE;
 use super::{PieceKind, UnigramModel};
-use crate::trie::Trie;
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
 
-/// A piece of the best path: id, start and end byte.
+/// Path scores beyond ±this are rebased to 0 (SentencePiece's
+/// `kScoreResetThreshold`).
+const SCORE_RESET: f32 = 100_000.0;
+
+/// `BestPath::piece` of the unknown piece (other pieces are trie units).
+const UNKNOWN: u32 = u32::MAX;
+
+/// A piece of the best path: its trie unit (or `UNKNOWN`), start and end byte.
 type Span = (u32, usize, usize);
 
 thread_local! {
@@ -31,19 +46,20 @@ thread_local! {
 
 #[derive(Clone, Copy)]
 struct BestPath {
-    /// The last piece, `u32::MAX` if no path ends here.
-    id: u32,
+    /// -inf while no path ends here: any piece's first candidate wins, as
+    /// SentencePiece's "no path yet" does (scores are finite).
     score: f32,
     /// Where the last piece starts.
     starts_at: u32,
+    /// The last piece's trie unit, or `UNKNOWN`.
+    piece: u32,
 }
 
 impl UnigramModel {
     /// Appends the ids of a prepared text (see `prepare`).
     pub(super) fn encode_prepared(&self, text: &str, out: &mut Vec<u32>) {
         let bytes = text.as_bytes();
-        let n = bytes.len();
-        if n == 0 {
+        if bytes.is_empty() {
             return;
         }
         BUFFERS.with(|buffers| {
@@ -60,25 +76,59 @@ impl UnigramModel {
         best.resize(
             n + 1,
             BestPath {
-                id: u32::MAX,
-                score: 0.0,
+                score: f32::NEG_INFINITY,
                 starts_at: u32::MAX,
+                piece: UNKNOWN,
             },
         );
-        self.for_each_piece_start(bytes, |start, matches| {
-            let till_here = best[start].score;
-            for &(end, id, score) in matches {
-                let candidate = score + till_here;
+        best[0].score = 0.0;
+        let unk_score = self.min_score - UNK_PENALTY;
+        // The furthest end a path reaches so far.
+        let mut frontier = 0;
+        let mut start = 0;
+        while start < n {
+            let char_end = start + utf8_len(bytes[start]).min(n - start);
+            let mut till_here = best[start].score;
+            if !(-SCORE_RESET..=SCORE_RESET).contains(&till_here) {
+                for entry in &mut best[start..=frontier] {
+                    entry.score -= till_here;
+                }
+                till_here = 0.0;
+            }
+            let mut has_single = false;
+            let mut node = self.trie.root();
+            for (end, &byte) in (start + 1..).zip(&bytes[start..]) {
+                let Some(next) = self.trie.child(node, byte) else {
+                    break;
+                };
+                node = next;
+                // NO_PIECE never wins.
+                let candidate = node.score + till_here;
                 let target = &mut best[end];
-                if target.starts_at == u32::MAX || candidate > target.score {
+                if candidate > target.score {
                     *target = BestPath {
-                        id,
                         score: candidate,
                         starts_at: start as u32,
+                        piece: node.index,
+                    };
+                    frontier = frontier.max(end);
+                }
+                has_single |= end == char_end && node.score != NO_PIECE;
+            }
+            if !has_single {
+                let target = &mut best[char_end];
+                let candidate = unk_score + till_here;
+                if target.starts_at == u32::MAX || candidate > target.score {
+                    *target = BestPath {
+                        score: candidate,
+                        starts_at: start as u32,
+                        piece: UNKNOWN,
                     };
                 }
+                frontier = frontier.max(char_end);
             }
-        });
+            start = char_end;
+        }
     }
 
     /// The pieces of the best path, from the end back; runs of unknown
@@ -97,19 +147,18 @@ impl UnigramModel {
             let node = best[end];
             let begin = node.starts_at as usize;
             match spans.last_mut() {
-                Some((id, span_begin, _)) if node.id == self.unk && *id == self.unk => {
-                    *span_begin = begin
-                }
-                _ => spans.push((node.id, begin, end)),
+                Some((UNKNOWN, span_begin, _)) if node.piece == UNKNOWN => *span_begin = begin,
+                _ => spans.push((node.piece, begin, end)),
             }
             end = begin;
         }
-        for &(id, begin, end) in spans.iter().rev() {
+        for &(piece, begin, end) in spans.iter().rev() {
             match &self.byte_pieces {
-                Some(byte_ids) if id == self.unk => {
+                _ if piece != UNKNOWN => out.push(self.trie.id(piece)),
+                Some(byte_ids) => {
                     out.extend(bytes[begin..end].iter().map(|&b| byte_ids[b as usize]));
                 }
-                _ => out.push(id),
+                None => out.push(self.unk),
             }
         }
         debug_assert!(out.len() > first);
@@ -119,10 +168,10 @@ impl UnigramModel {
 impl UnigramModel {
     /// Calls `f(start, matches)` for each character start of `bytes`, in
     /// order, with the pieces that start there as `(end, id, score)`, shortest
-    /// first (the order of SentencePiece's trie walk): every normal or
-    /// user-defined piece (user pieces with SentencePiece's bonus, which
-    /// always selects them), and the unknown piece over one character when
-    /// no piece covers just that character.
+    /// first, as SentencePiece's lattice has them: every normal or
+    /// user-defined piece (user pieces score 0.1 per character after the
+    /// first), and the unknown piece over one character when no piece covers
+    /// just that character.
     pub(super) fn for_each_piece_start(
         &self,
         bytes: &[u8],
@@ -133,36 +182,34 @@ impl UnigramModel {
         let mut matches: Vec<(usize, u32, f32)> = Vec::new();
         let mut start = 0;
         while start < n {
-            let char_len = utf8_len(bytes[start]).min(n - start);
-            let mut has_single = false;
-            let mut node = Trie::ROOT;
+            let char_end = start + utf8_len(bytes[start]).min(n - start);
+            let mut node = self.trie.root();
             matches.clear();
-            for end in start + 1..=n {
-                let Some(next) = self.trie.child(node, bytes[end - 1]) else {
+            for (end, &byte) in (start + 1..).zip(&bytes[start..]) {
+                let Some(next) = self.trie.child(node, byte) else {
                     break;
                 };
                 node = next;
-                let Some(id) = self.trie.value(node) else {
-                    continue;
-                };
-                let kind = self.kinds[id as usize];
-                if kind == PieceKind::Unused {
+                if node.score == NO_PIECE {
                     continue;
                 }
-                let length = end - start;
-                let score = if kind == PieceKind::UserDefined {
-                    length as f32 * self.max_score - 0.1
+                let id = self.trie.id(node.index);
+                let score = if self.pieces[id as usize].kind == PieceKind::UserDefined {
+                    let chars = bytes[start..end]
+                        .iter()
+                        .filter(|&&b| b & 0xC0 != 0x80)
+                        .count();
+                    (0.1 * (chars as f64 - 1.0)) as f32
                 } else {
-                    self.scores[id as usize]
+                    node.score
                 };
                 matches.push((end, id, score));
-                has_single |= length == char_len;
             }
-            if !has_single {
-                matches.push((start + char_len, self.unk, unk_score));
+            if !matches.iter().any(|&(end, _, _)| end == char_end) {
+                matches.push((char_end, self.unk, unk_score));
             }
             f(start, &matches);
-            start += char_len;
+            start = char_end;
         }
     }
 }

@@ -10,6 +10,7 @@
 mod encoder;
 pub mod files;
 mod lattice;
+mod piece_trie;
 mod seeds;
 mod trainer;
 
@@ -19,7 +20,6 @@ pub use trainer::{train, UnigramTrainerSettings};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::trie::Trie;
 
 /// SentencePiece's piece types (the values of its `.model` files).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,12 +65,8 @@ pub const SPACE_SYMBOL: char = '\u{2581}';
 
 pub struct UnigramModel {
     pieces: Vec<Piece>,
-    /// Each piece's score and kind, compact: the encoder reads one per
-    /// match, and `pieces` (with the texts) would not stay in cache.
-    scores: Vec<f32>,
-    kinds: Vec<PieceKind>,
-    /// Normal, user-defined and unused pieces, by their bytes.
-    trie: Trie,
+    /// Normal, user-defined and unused pieces, by their bytes, with scores.
+    trie: piece_trie::PieceTrie,
     /// Every piece's id, by its text.
     ids: rustc_hash::FxHashMap<String, u32>,
     unk: u32,
@@ -78,7 +74,6 @@ pub struct UnigramModel {
     byte_pieces: Option<Box<[u32; 256]>>,
     whitespace: Whitespace,
     min_score: f32,
-    max_score: f32,
 }
 
 impl UnigramModel {
@@ -103,25 +98,13 @@ impl UnigramModel {
             }
         }
         let unk = unk.ok_or_else(|| Error::invalid("no unknown piece (<unk>)"))?;
-        let in_trie = |kind: PieceKind| {
-            matches!(
-                kind,
-                PieceKind::Normal | PieceKind::UserDefined | PieceKind::Unused
-            )
-        };
-        let trie = Trie::new(
-            pieces
-                .iter()
-                .zip(0..)
-                .filter(|(p, _)| in_trie(p.kind))
-                .map(|(p, id)| (p.text.as_bytes(), id)),
-        );
-        let normal = pieces.iter().filter(|p| p.kind == PieceKind::Normal);
-        let min_score = normal
-            .clone()
+        let trie = piece_trie::PieceTrie::new(&pieces)?;
+        // SentencePiece's lowest score starts at FLT_MAX.
+        let min_score = pieces
+            .iter()
+            .filter(|p| p.kind == PieceKind::Normal)
             .map(|p| p.score)
-            .fold(f32::INFINITY, f32::min);
-        let max_score = normal.map(|p| p.score).fold(f32::NEG_INFINITY, f32::max);
+            .fold(f32::MAX, f32::min);
         let byte_pieces = if byte_fallback {
             let mut ids = Box::new([u32::MAX; 256]);
             for (id, piece) in pieces.iter().enumerate() {
@@ -142,8 +125,6 @@ impl UnigramModel {
             None
         };
         Ok(UnigramModel {
-            scores: pieces.iter().map(|p| p.score).collect(),
-            kinds: pieces.iter().map(|p| p.kind).collect(),
             pieces,
             trie,
             ids,
@@ -151,7 +132,6 @@ impl UnigramModel {
             byte_pieces,
             whitespace,
             min_score,
-            max_score,
         })
     }
 

@@ -1,0 +1,323 @@
+//! The pieces of a Unigram model in a double-array trie whose nodes carry
+//! their piece's score, laid out for the Viterbi encoder's walk.
+//!
+//! The encoder walks the trie from every character start, so a step must
+//! cost as little memory traffic as possible. Each node is one 8-byte unit
+//! of a flat array: its children sit at `base + byte`, and a child is
+//! recognised by the byte it stores (a double array, Aoe 1989). Bases are
+//! distinct, so the byte alone says whose child a unit is. A step reads one
+//! unit, and that unit already holds the score of the piece ending there:
+//! no separate lookup of a piece's value, kind or score per match. Nodes are
+//! placed breadth-first, so the short prefixes every walk starts with share
+//! a few cache lines. The piece ids, needed only for the pieces of the best
+//! path, are in a separate array by unit.
+//!
+//! Building places each node's children at the first base where all their
+//! slots are free: O(nodes × scanned slots), a few milliseconds for 32,000
+//! pieces.
+
+use std::collections::VecDeque;
+
+use super::{Piece, PieceKind};
+use crate::error::{Error, Result};
+
+/// The score of a node where no piece can be chosen: no piece ends there,
+/// or an unused one. Never better than a best path, so the encoder need not
+/// tell these nodes apart.
+pub(super) const NO_PIECE: f32 = f32::NEG_INFINITY;
+
+/// The link of a unit: `base << BASE_SHIFT | IN_USE | byte`.
+const BASE_SHIFT: u32 = 9;
+const IN_USE: u32 = 1 << 8;
+const MAX_BASE: u32 = u32::MAX >> BASE_SHIFT;
+
+const FREE: Unit = Unit {
+    link: 0,
+    score: NO_PIECE,
+};
+
+#[derive(Clone, Copy)]
+struct Unit {
+    /// Where the children are, and which byte leads here (see `BASE_SHIFT`);
+    /// 0 for a free unit.
+    link: u32,
+    /// The score of the piece that ends here, or `NO_PIECE`.
+    score: f32,
+}
+
+/// A node reached by a walk: its unit and that unit's contents.
+#[derive(Clone, Copy)]
+pub(super) struct Node {
+    pub index: u32,
+    pub score: f32,
+    base: u32,
+}
+
+pub(super) struct PieceTrie {
+    units: Vec<Unit>,
+    /// The id of the piece that ends at each unit (`u32::MAX`: none).
+    ids: Vec<u32>,
+    root_base: u32,
+}
+
+impl PieceTrie {
+    /// The trie of the pieces the encoder matches: normal, user-defined and
+    /// unused ones (as SentencePiece's trie). A user-defined piece scores
+    /// 0.1 per byte after the first (SentencePiece's bonus, which makes it
+    /// win over the normal pieces, whose scores are negative). Scores must be
+    /// finite, as SentencePiece requires.
+    pub fn new(pieces: &[Piece]) -> Result<Self> {
+        let mut keys = Vec::new();
+        for (id, piece) in pieces.iter().enumerate() {
+            if !piece.score.is_finite() {
+                return Err(Error::invalid(format!(
+                    "piece {id} ({:?}) has the score {}",
+                    piece.text, piece.score
+                )));
+            }
+            let score = match piece.kind {
+                PieceKind::Normal => piece.score,
+                PieceKind::UserDefined => (0.1 * (piece.text.len() as f64 - 1.0)) as f32,
+                PieceKind::Unused => NO_PIECE,
+                _ => continue,
+            };
+            keys.push((piece.text.as_bytes(), id as u32, score));
+        }
+        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let tree = Tree::new(&keys);
+        Self::place(&tree)
+    }
+
+    /// Lays the tree's nodes out breadth-first in the double array.
+    fn place(tree: &Tree) -> Result<Self> {
+        // The root takes unit 0; its link is not IN_USE, so no walk ever
+        // mistakes it for a child.
+        let mut units = vec![FREE];
+        let mut ids = vec![u32::MAX];
+        // Base 0 marks a node without children until the end.
+        let mut base_taken = vec![true];
+        // Every unit before this one is taken: searches start here.
+        let mut first_free = 1;
+        let mut root_base = 0;
+        let mut queue = VecDeque::from([(0usize, 0u32)]);
+        while let Some((node, unit)) = queue.pop_front() {
+            let children = &tree.children[node];
+            let Some(&(first_byte, _)) = children.first() else {
+                continue;
+            };
+            while units.get(first_free).is_some_and(|u| u.link != 0) {
+                first_free += 1;
+            }
+            let fits = |base: usize| {
+                !base_taken.get(base).copied().unwrap_or(false)
+                    && children.iter().all(|&(byte, _)| {
+                        units.get(base + byte as usize).is_none_or(|u| u.link == 0)
+                    })
+            };
+            let base = (first_free.saturating_sub(first_byte as usize)..)
+                .find(|&base| fits(base))
+                .expect("an unbounded search ends past the last unit");
+            if base > MAX_BASE as usize {
+                return Err(Error::invalid("too many pieces for the trie"));
+            }
+            if base_taken.len() <= base {
+                base_taken.resize(base + 1, false);
+            }
+            base_taken[base] = true;
+            let end = base + 256;
+            if units.len() < end {
+                units.resize(end, FREE);
+                ids.resize(end, u32::MAX);
+            }
+            if unit == 0 {
+                root_base = base as u32;
+            }
+            units[unit as usize].link |= (base as u32) << BASE_SHIFT;
+            for &(byte, child) in children {
+                let index = base + byte as usize;
+                let (id, score) = tree.values[child].unwrap_or((u32::MAX, NO_PIECE));
+                units[index] = Unit {
+                    link: IN_USE | byte as u32,
+                    score,
+                };
+                ids[index] = id;
+                queue.push_back((child, index as u32));
+            }
+        }
+        // Point the leaves at a block of free units that no node's children
+        // use, so their walks stop at once.
+        let empty = units.len() as u32;
+        if empty > MAX_BASE {
+            return Err(Error::invalid("too many pieces for the trie"));
+        }
+        for unit in units.iter_mut().skip(1) {
+            if unit.link & IN_USE != 0 && unit.link >> BASE_SHIFT == 0 {
+                unit.link |= empty << BASE_SHIFT;
+            }
+        }
+        units.resize(units.len() + 256, FREE);
+        ids.resize(units.len(), u32::MAX);
+        Ok(PieceTrie {
+            units,
+            ids,
+            root_base,
+        })
+    }
+
+    /// The root, where every walk starts.
+    #[inline(always)]
+    pub fn root(&self) -> Node {
+        Node {
+            index: 0,
+            score: NO_PIECE,
+            base: self.root_base,
+        }
+    }
+
+    /// The child of `node` along `byte`.
+    #[inline(always)]
+    pub fn child(&self, node: Node, byte: u8) -> Option<Node> {
+        let index = node.base + byte as u32;
+        let unit = self.units[index as usize];
+        (unit.link & (IN_USE | 0xFF) == IN_USE | byte as u32).then_some(Node {
+            index,
+            score: unit.score,
+            base: unit.link >> BASE_SHIFT,
+        })
+    }
+
+    /// The id of the piece that ends at a node with a piece.
+    #[inline(always)]
+    pub fn id(&self, index: u32) -> u32 {
+        self.ids[index as usize]
+    }
+}
+
+/// The trie as a plain tree, built from the sorted keys: each key shares
+/// the path of the one before for their common prefix and adds its own
+/// nodes after it, so children come in byte order.
+struct Tree {
+    /// `(byte, child)` of each node; node 0 is the root.
+    children: Vec<Vec<(u8, usize)>>,
+    /// `(id, score)` of the piece that ends at each node.
+    values: Vec<Option<(u32, f32)>>,
+}
+
+impl Tree {
+    fn new(sorted: &[(&[u8], u32, f32)]) -> Self {
+        let mut tree = Tree {
+            children: vec![Vec::new()],
+            values: vec![None],
+        };
+        // The nodes along the previous key: path[d] is its prefix of length d.
+        let mut path = vec![0];
+        let mut previous: &[u8] = &[];
+        for &(key, id, score) in sorted {
+            let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(common + 1);
+            for &byte in &key[common..] {
+                let parent = *path.last().expect("the root is always on the path");
+                let child = tree.children.len();
+                tree.children[parent].push((byte, child));
+                tree.children.push(Vec::new());
+                tree.values.push(None);
+                path.push(child);
+            }
+            tree.values[*path.last().expect("non-empty")] = Some((id, score));
+            previous = key;
+        }
+        tree
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(text: &str, score: f32, kind: PieceKind) -> Piece {
+        Piece {
+            text: text.into(),
+            score,
+            kind,
+        }
+    }
+
+    /// The nodes along `key`: `(id, score)` where a piece ends.
+    fn walk(trie: &PieceTrie, key: &[u8]) -> Vec<Option<(u32, f32)>> {
+        let mut node = trie.root();
+        let mut out = Vec::new();
+        for &byte in key {
+            let Some(next) = trie.child(node, byte) else {
+                break;
+            };
+            node = next;
+            out.push((node.score != NO_PIECE).then(|| (trie.id(node.index), node.score)));
+        }
+        out
+    }
+
+    #[test]
+    fn pieces_along_a_walk() {
+        let pieces = [
+            piece("<unk>", 0.0, PieceKind::Unknown),
+            piece("a", -1.0, PieceKind::Normal),
+            piece("abc", -2.0, PieceKind::Normal),
+            piece("ab", -3.0, PieceKind::Unused),
+            piece("b", -4.0, PieceKind::Normal),
+            piece("<0x61>", 0.0, PieceKind::Byte),
+            piece("\u{ff}", -5.0, PieceKind::Normal),
+        ];
+        let trie = PieceTrie::new(&pieces).unwrap();
+        assert_eq!(
+            walk(&trie, b"abcd"),
+            [Some((1, -1.0)), None, Some((2, -2.0))]
+        );
+        assert_eq!(walk(&trie, b"ba"), [Some((4, -4.0))]);
+        assert_eq!(walk(&trie, "\u{ff}".as_bytes()), [None, Some((6, -5.0))]);
+        assert_eq!(walk(&trie, b"<0x61>"), []);
+        assert_eq!(walk(&trie, b"c"), []);
+    }
+
+    #[test]
+    fn user_defined_and_bad_scores() {
+        let mut pieces = vec![
+            piece("<unk>", 0.0, PieceKind::Unknown),
+            piece("xyz", -9.0, PieceKind::UserDefined),
+        ];
+        let trie = PieceTrie::new(&pieces).unwrap();
+        assert_eq!(walk(&trie, b"xyz"), [None, None, Some((1, 0.2))]);
+        pieces.push(piece("y", f32::NAN, PieceKind::Normal));
+        assert!(PieceTrie::new(&pieces).is_err());
+    }
+
+    /// Every byte below every node: only the keys' paths exist.
+    #[test]
+    fn no_false_children() {
+        let words: Vec<String> = (0..2000u32)
+            .map(|i| format!("{:x}{}", i * 7919, i % 13))
+            .collect();
+        let pieces: Vec<Piece> = words
+            .iter()
+            .map(|w| piece(w, -1.0, PieceKind::Normal))
+            .collect();
+        let trie = PieceTrie::new(&pieces).unwrap();
+        let mut prefixes: Vec<&[u8]> = words
+            .iter()
+            .flat_map(|w| (0..=w.len()).map(|n| &w.as_bytes()[..n]))
+            .collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        for prefix in &prefixes {
+            let mut node = trie.root();
+            for &byte in *prefix {
+                node = trie.child(node, byte).expect("a prefix's path exists");
+            }
+            for byte in 0..=255u8 {
+                let mut longer = prefix.to_vec();
+                longer.push(byte);
+                let exists = prefixes.binary_search(&longer.as_slice()).is_ok();
+                assert_eq!(trie.child(node, byte).is_some(), exists, "{longer:?}");
+            }
+        }
+    }
+}
