@@ -18,7 +18,8 @@
 //! suffix of the word from that start, which is right-maximal at the word's
 //! end. Cost: O(N log N) comparisons of at most `max_piece_chars + 1`
 //! characters, N the characters of the distinct words; memory 13 bytes per
-//! character.
+//! character (the text, the suffixes, their common prefixes), plus 16 per
+//! candidate.
 
 use rayon::prelude::*;
 use unicode_script::{Script, UnicodeScript};
@@ -95,11 +96,11 @@ pub(super) struct WordText {
     pub counts: Vec<u64>,
 }
 
-/// One suffix: where it starts and the count of its word.
+/// One suffix: where it starts, and its word.
 #[derive(Clone, Copy)]
 struct Suffix {
     at: u32,
-    count: u64,
+    word: u32,
 }
 
 /// The seed pieces with their frequencies: `characters` first (given with
@@ -115,12 +116,11 @@ pub(super) fn seed_pieces(
     let chars = &text.chars;
     let mut suffixes: Vec<Suffix> = Vec::with_capacity(chars.len());
     for (word, &start) in text.starts.iter().enumerate() {
-        let count = text.counts[word];
         let mut at = start;
         while chars[at] != END {
             suffixes.push(Suffix {
                 at: at as u32,
-                count,
+                word: word as u32,
             });
             at += 1;
         }
@@ -145,15 +145,6 @@ pub(super) fn seed_pieces(
             }
         })
         .collect();
-    // weight[k]: the summed counts of suffixes 0..k.
-    let mut weight = Vec::with_capacity(n + 1);
-    let mut total = 0u64;
-    weight.push(0);
-    for suffix in &suffixes {
-        total += suffix.count;
-        weight.push(total);
-    }
-
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut consider = |at: u32, len: usize, frequency: u64| {
         let start = at as usize;
@@ -166,26 +157,35 @@ pub(super) fn seed_pieces(
         }
     };
     // Right-maximal substrings shared by two suffixes or more: LCP intervals.
-    let mut stack: Vec<(usize, usize)> = vec![(0, 0)]; // (lcp, left bound)
+    // A stack entry is (lcp, left bound, summed counts of the suffixes
+    // before the left bound); `before` is that sum for suffix k.
+    let count_of = |k: usize| text.counts[suffixes[k].word as usize];
+    let mut stack: Vec<(usize, usize, u64)> = vec![(0, 0, 0)];
+    let mut before = 0u64;
     for k in 1..=n {
+        before += count_of(k - 1);
         let l = if k < n { lcp[k] as usize } else { 0 };
-        let mut left = k - 1;
+        let mut left = (k - 1, before - count_of(k - 1));
         while l < stack.last().expect("the bottom entry stays").0 {
-            let (interval_lcp, interval_left) = stack.pop().expect("checked");
+            let (interval_lcp, interval_left, counts_before) = stack.pop().expect("checked");
             if interval_lcp < depth {
-                let frequency = weight[k] - weight[interval_left];
-                consider(suffixes[interval_left].at, interval_lcp, frequency);
+                consider(
+                    suffixes[interval_left].at,
+                    interval_lcp,
+                    before - counts_before,
+                );
             }
-            left = interval_left;
+            left = (interval_left, counts_before);
         }
         if l > stack.last().expect("the bottom entry stays").0 {
-            stack.push((l, left));
+            stack.push((l, left.0, left.1));
         }
     }
     // Substrings of one distinct word that occurs twice or more: up to the
     // word's end, if no other suffix shares that much.
     for (k, suffix) in suffixes.iter().enumerate() {
-        if suffix.count < 2 {
+        let count = text.counts[suffix.word as usize];
+        if count < 2 {
             continue;
         }
         let start = suffix.at as usize;
@@ -196,7 +196,7 @@ pub(super) fn seed_pieces(
             .count();
         let shared = (lcp[k] as usize).max(lcp.get(k + 1).map_or(0, |&l| l as usize));
         if len < depth && len > shared {
-            consider(suffix.at, len, suffix.count);
+            consider(suffix.at, len, count);
         }
     }
 
@@ -331,6 +331,10 @@ mod tests {
             ("▁naïve", 2),
             ("ab12", 2),
             ("▁12", 1),
+            // Shared prefixes longer than a piece can be.
+            ("▁abcdefghijklmnopqrstu", 2),
+            ("▁abcdefghijklmnopqrstv", 1),
+            ("▁bcdefghijklmnopqrs", 3),
         ];
         let text = word_text(&words);
         let seeds = seed_pieces(&text, &[], RULES, usize::MAX);
