@@ -13,8 +13,8 @@
 //! path, are in a separate array by unit.
 //!
 //! Building places each node's children at the first base where all their
-//! slots are free: O(nodes × scanned slots), a few milliseconds for 32,000
-//! pieces.
+//! slots are free, searching only the last `SEARCH_WINDOW` units: O(nodes ×
+//! SEARCH_WINDOW) at worst, some milliseconds for 32,000 pieces.
 
 use std::collections::VecDeque;
 
@@ -30,6 +30,8 @@ pub(super) const NO_PIECE: f32 = f32::NEG_INFINITY;
 const BASE_SHIFT: u32 = 9;
 const IN_USE: u32 = 1 << 8;
 const MAX_BASE: u32 = u32::MAX >> BASE_SHIFT;
+/// How far back from the end of the array a node's children are placed.
+const SEARCH_WINDOW: usize = 1024;
 
 const FREE: Unit = Unit {
     link: 0,
@@ -96,7 +98,7 @@ impl PieceTrie {
         let mut ids = vec![u32::MAX];
         // Base 0 marks a node without children until the end.
         let mut base_taken = vec![true];
-        // Every unit before this one is taken: searches start here.
+        // Every unit before this one is taken.
         let mut first_free = 1;
         let mut root_base = 0;
         let mut queue = VecDeque::from([(0usize, 0u32)]);
@@ -108,13 +110,18 @@ impl PieceTrie {
             while units.get(first_free).is_some_and(|u| u.link != 0) {
                 first_free += 1;
             }
+            // Searches start at the first free unit, but no further back
+            // than SEARCH_WINDOW units from the end: holes that few bases
+            // can fill (low units, below most bytes) would make every
+            // search rescan them, and building quadratic.
+            let search_from = first_free.max(units.len().saturating_sub(SEARCH_WINDOW));
             let fits = |base: usize| {
                 !base_taken.get(base).copied().unwrap_or(false)
                     && children.iter().all(|&(byte, _)| {
                         units.get(base + byte as usize).is_none_or(|u| u.link == 0)
                     })
             };
-            let base = (first_free.saturating_sub(first_byte as usize)..)
+            let base = (search_from.saturating_sub(first_byte as usize)..)
                 .find(|&base| fits(base))
                 .expect("an unbounded search ends past the last unit");
             if base > MAX_BASE as usize {
