@@ -94,7 +94,12 @@ def test_errors_are_one_line_messages(tmp_path):
     assert result.exit_code == 1 and "y.json" in result.output
 
 
-def test_ctrl_c_stops_training_promptly(tmp_path):
+@pytest.mark.parametrize(
+    "model_options",
+    [["--vocab-size", "150000", "--min-frequency", "1"], ["--model", "unigram", "--vocab-size", "20000"]],
+    ids=["bpe", "unigram"],
+)
+def test_ctrl_c_stops_training_promptly(tmp_path, model_options):
     rng = random.Random(7)
     syllables = ["ka", "ri", "to", "mu", "sel", "ven", "dra", "qu", "ix", "lo", "pa", "zen", "or", "y", "th"]
     corpus = tmp_path / "big.txt"
@@ -104,7 +109,7 @@ def test_ctrl_c_stops_training_promptly(tmp_path):
             f.write(" ".join(words) + "\n")
     out = tmp_path / "never.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "polytok", "train", "--vocab-size", "150000", "--min-frequency", "1", str(corpus), "-o", str(out)],
+        [sys.executable, "-m", "polytok", "train", *model_options, str(corpus), "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     time.sleep(2.0)

@@ -4,7 +4,12 @@
 //! callback at most every [`REPORT_INTERVAL`], so the callback (which, from
 //! Python, has to take the GIL) costs nothing measurable. The callback returns
 //! `false` to stop the work: that is how Ctrl-C reaches a training run.
+//! Work that runs long without a place to report (a parallel sort, an EM
+//! step over a large corpus) runs under [`Progress::watch`]: the calling
+//! thread keeps reporting while another does the work, and sets a flag that
+//! the work checks when the callback asks to stop.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -42,13 +47,19 @@ const REPORT_INTERVAL: Duration = Duration::from_millis(100);
 pub struct Progress<'a> {
     callback: Option<Callback<'a>>,
     last_report: Mutex<Option<Instant>>,
+    /// Set by `watch` when the callback asks to stop.
+    cancelled: AtomicBool,
 }
+
+/// How often `watch` reports while the work runs.
+const WATCH_INTERVAL: Duration = Duration::from_millis(20);
 
 impl<'a> Progress<'a> {
     pub fn new(callback: Option<Callback<'a>>) -> Self {
         Progress {
             callback,
             last_report: Mutex::new(None),
+            cancelled: AtomicBool::new(false),
         }
     }
 
@@ -78,9 +89,78 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// Whether the work under `watch` should stop (and return anything: its
+    /// result is dropped).
+    pub fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// The flag behind `cancelled`, for a hot loop to read directly.
+    pub fn cancel_flag(&self) -> &AtomicBool {
+        &self.cancelled
+    }
+
+    /// Runs `work` on another thread while this one reports `(stage, done,
+    /// total)` every `WATCH_INTERVAL` (and so notices Ctrl-C); when the
+    /// callback asks to stop, `cancelled()` turns true, and this returns
+    /// `Err(Interrupted)` as soon as `work` does.
+    pub fn watch<T: Send>(
+        &self,
+        stage: Stage,
+        done: u64,
+        total: u64,
+        work: impl FnOnce() -> Result<T> + Send,
+    ) -> Result<T> {
+        if self.callback.is_none() {
+            return work();
+        }
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(work);
+            while !worker.is_finished() {
+                std::thread::sleep(WATCH_INTERVAL);
+                if !self.cancelled() && self.update(stage, done, total).is_err() {
+                    self.cancelled.store(true, Ordering::Relaxed);
+                }
+            }
+            let result = worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            if self.cancelled() {
+                Err(Error::Interrupted)
+            } else {
+                result
+            }
+        })
+    }
+
     /// Reports unconditionally (start and end of a stage).
     pub fn force(&self, stage: Stage, done: u64, total: u64) -> Result<()> {
         *self.last_report.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.update(stage, done, total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn watch_stops_work_that_checks_the_flag() {
+        let calls = AtomicUsize::new(0);
+        let callback = |_: Stage, _: u64, _: u64| calls.fetch_add(1, Ordering::Relaxed) < 2;
+        let progress = Progress::new(Some(&callback));
+        let started = Instant::now();
+        let result = progress.watch(Stage::Em, 0, 1, || {
+            while !progress.cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        });
+        assert!(matches!(result, Err(Error::Interrupted)));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // Work that finishes first keeps its result.
+        let quiet = Progress::new(Some(&|_: Stage, _: u64, _: u64| true));
+        assert_eq!(quiet.watch(Stage::Em, 0, 1, || Ok(7)).unwrap(), 7);
     }
 }

@@ -21,6 +21,8 @@
 //! character (the text, the suffixes, their common prefixes), plus 16 per
 //! candidate.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 use unicode_script::{Script, UnicodeScript};
 
@@ -105,12 +107,15 @@ struct Suffix {
 
 /// The seed pieces with their frequencies: `characters` first (given with
 /// their counts, most frequent first), then at most `seed_size` pieces in
-/// all, by frequency × length (ties: the smaller string first).
+/// all, by frequency × length (ties: the smaller string first). Once
+/// `cancelled` is set, the sort finishes at once (in no useful order): the
+/// caller drops the result.
 pub(super) fn seed_pieces(
     text: &WordText,
     characters: &[(char, u64)],
     rules: PieceRules,
     seed_size: usize,
+    cancelled: &AtomicBool,
 ) -> Vec<(String, u64)> {
     let depth = rules.max_piece_chars + 1;
     let chars = &text.chars;
@@ -126,6 +131,9 @@ pub(super) fn seed_pieces(
         }
     }
     suffixes.par_sort_unstable_by(|a, b| {
+        if cancelled.load(Ordering::Relaxed) {
+            return std::cmp::Ordering::Equal;
+        }
         compare_prefixes(chars, a.at as usize, b.at as usize, depth).then_with(|| a.at.cmp(&b.at))
     });
     // lcp[k]: the common prefix of suffixes k - 1 and k (capped at `depth`).
@@ -337,7 +345,7 @@ mod tests {
             ("▁bcdefghijklmnopqrs", 3),
         ];
         let text = word_text(&words);
-        let seeds = seed_pieces(&text, &[], RULES, usize::MAX);
+        let seeds = seed_pieces(&text, &[], RULES, usize::MAX, &AtomicBool::new(false));
         let ours: HashMap<String, u64> = seeds.into_iter().collect();
         assert_eq!(ours, brute_force(&words, RULES));
     }

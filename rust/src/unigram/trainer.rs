@@ -122,12 +122,15 @@ pub fn train(
 
     // 2. Seeds.
     progress.force(Stage::Seeding, 0, 1)?;
-    let seeds = seed_pieces(
-        &corpus.word_text(),
-        &required,
-        settings.rules,
-        settings.seed_size,
-    );
+    let seeds = progress.watch(Stage::Seeding, 0, 1, || {
+        Ok(seed_pieces(
+            &corpus.word_text(),
+            &required,
+            settings.rules,
+            settings.seed_size,
+            progress.cancel_flag(),
+        ))
+    })?;
     progress.force(Stage::Seeding, 1, 1)?;
     let most = n_meta + seeds.len();
     if settings.vocab_size > most {
@@ -160,19 +163,24 @@ pub fn train(
     let mut shift = -3.0;
     let mut round = 0u64;
     loop {
-        let remaining = remaining_prunes(vocab.len(), desired, settings.shrinking_factor);
-        progress.force(Stage::Em, round, round + remaining + 1)?;
+        let total = round + remaining_prunes(vocab.len(), desired, settings.shrinking_factor) + 1;
+        progress.force(Stage::Em, round, total)?;
         for _ in 0..settings.sub_iterations {
-            let (expected, log_likelihood) = vocab.expectations(&corpus, shift);
+            let (expected, log_likelihood) = progress.watch(Stage::Em, round, total, || {
+                Ok(vocab.expectations(&corpus, shift, progress))
+            })?;
             shift = log_likelihood / corpus.total_bytes;
             vocab = vocab.maximize(&expected, learned);
-            progress.update(Stage::Em, round, round + remaining + 1)?;
         }
         round += 1;
         if vocab.len() <= desired {
             break;
         }
-        vocab = vocab.prune(&corpus, desired, settings.shrinking_factor);
+        let kept = progress.watch(Stage::Em, round, total, || {
+            Ok(vocab.prune(&corpus, desired, settings.shrinking_factor, progress))
+        })?;
+        let scores = kept.iter().map(|&i| vocab.scores[i]).collect();
+        vocab = vocab.keep(&kept, scores);
     }
     progress.force(Stage::Em, round, round)?;
 
@@ -331,7 +339,8 @@ impl Words {
     /// Calls `work(word, buffers, sums)` for every word on all cores, and
     /// returns the integer `sums` (of `slots` entries) added over all words
     /// and the sum of what `work` returns, both independent of the threads.
-    fn sum_over<F>(&self, slots: usize, work: F) -> (Vec<u64>, f64)
+    /// Once `progress` is cancelled, the remaining words are skipped.
+    fn sum_over<F>(&self, slots: usize, progress: &Progress, work: F) -> (Vec<u64>, f64)
     where
         F: Fn(usize, &mut Buffers, &mut [u64]) -> f64 + Sync,
     {
@@ -344,6 +353,11 @@ impl Words {
                 let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
                 let mut sums = taken.unwrap_or_else(|| vec![0; slots]);
                 let end = ((chunk + 1) * CHUNK).min(self.len());
+                let end = if progress.cancelled() {
+                    chunk * CHUNK
+                } else {
+                    end
+                };
                 let value = (chunk * CHUNK..end)
                     .map(|word| work(word, buffers, &mut sums))
                     .sum::<f64>();
@@ -494,7 +508,7 @@ impl Vocab {
 
     /// The E-step: each piece's expected count (fixed point) over the
     /// corpus, and the corpus's log-likelihood.
-    fn expectations(&self, corpus: &Words, shift: f64) -> (Vec<u64>, f64) {
+    fn expectations(&self, corpus: &Words, shift: f64, progress: &Progress) -> (Vec<u64>, f64) {
         let unk_score = self.unk_score();
         let probabilities: Vec<f64> = self.scores.iter().map(|s| s.exp()).collect();
         let max_len = self
@@ -507,7 +521,7 @@ impl Vocab {
         let scales =
             |shift: f64| -> Vec<f64> { (0..=max_len).map(|n| (-shift * n as f64).exp()).collect() };
         let scale = scales(shift);
-        corpus.sum_over(self.len(), |w, buffers, sums| {
+        corpus.sum_over(self.len(), progress, |w, buffers, sums| {
             let word = corpus.word(w);
             let count = corpus.counts[w] as f64;
             let n = word.len();
@@ -576,9 +590,16 @@ impl Vocab {
         self.keep(&kept, scores)
     }
 
-    /// Pruning: keeps the pieces whose removal would lose most likelihood,
-    /// `shrinking_factor` of them (at least `desired`).
-    fn prune(self, corpus: &Words, desired: usize, shrinking_factor: f64) -> Self {
+    /// Pruning: the pieces to keep (indices, ascending), those whose removal
+    /// would lose most likelihood, `shrinking_factor` of them (at least
+    /// `desired`).
+    fn prune(
+        &self,
+        corpus: &Words,
+        desired: usize,
+        shrinking_factor: f64,
+        progress: &Progress,
+    ) -> Vec<usize> {
         let unk_score = self.unk_score();
         // Each piece's best segmentation without it, when it is its own best.
         let alternatives: Vec<Alternative> = (0..self.len())
@@ -588,7 +609,7 @@ impl Vocab {
             })
             .collect();
         // How often each piece is in the corpus's best segmentations.
-        let (frequency, _) = corpus.sum_over(self.len(), |w, buffers, sums| {
+        let (frequency, _) = corpus.sum_over(self.len(), progress, |w, buffers, sums| {
             let word = corpus.word(w);
             self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
             best_path(word.len(), &buffers.nodes, &mut buffers.best);
@@ -631,8 +652,7 @@ impl Vocab {
         let room = target.saturating_sub(kept.len());
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
         kept.sort_unstable();
-        let scores = kept.iter().map(|&i| self.scores[i]).collect();
-        self.keep(&kept, scores)
+        kept
     }
 
     /// How piece `i` would be segmented without it.
