@@ -172,7 +172,7 @@ pub(super) fn seed_pieces(
     let mut before = 0u64;
     for k in 1..=n {
         before += count_of(k - 1);
-        let l = if k < n { lcp[k] as usize } else { 0 };
+        let l = lcp.get(k).map_or(0, |&l| l as usize);
         let mut left = (k - 1, before - count_of(k - 1));
         while l < stack.last().expect("the bottom entry stays").0 {
             let (interval_lcp, interval_left, counts_before) = stack.pop().expect("checked");
