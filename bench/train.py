@@ -105,14 +105,15 @@ def train_tokenizers(path: Path, vocab: int, out: Path, extremely_large: bool = 
     return [bytes(u2b[c] for c in token) for token in tk.get_vocab()]
 
 
-def train_sentencepiece(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+def sentencepiece_trainer(path: Path, vocab: int, model: Path, extremely_large: bool, **options) -> list[bytes]:
+    """Trains sentencepiece on every line of ``path`` into ``model``.model;
+    its pieces."""
     import sentencepiece as spm
 
     lines, longest = line_stats(path)
     spm.SentencePieceTrainer.train(
         input=str(path),
-        model_prefix=str(out / "sp"),
-        model_type="bpe",
+        model_prefix=str(model),
         vocab_size=vocab,
         num_threads=THREADS,
         input_sentence_size=max(lines * 2, 1_000_000),  # larger than the corpus: every line is used
@@ -120,9 +121,14 @@ def train_sentencepiece(path: Path, vocab: int, out: Path, extremely_large: bool
         shuffle_input_sentence=False,
         train_extremely_large_corpus=extremely_large,
         minloglevel=1,
+        **options,
     )
-    sp = spm.SentencePieceProcessor(model_file=str(out / "sp.model"))
+    sp = spm.SentencePieceProcessor(model_file=f"{model}.model")
     return [sp.id_to_piece(i).encode("utf-8") for i in range(sp.get_piece_size())]
+
+
+def train_sentencepiece(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
+    return sentencepiece_trainer(path, vocab, out / "sp", extremely_large, model_type="bpe")
 
 
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -155,26 +161,10 @@ def train_polytok_unigram(path: Path, vocab: int, out: Path, extremely_large: bo
 
 
 def train_sentencepiece_unigram(path: Path, vocab: int, out: Path, extremely_large: bool = False) -> list[bytes]:
-    import sentencepiece as spm
-
-    lines, longest = line_stats(path)
-    spm.SentencePieceTrainer.train(
-        input=str(path),
-        model_prefix=str(out / "model"),
-        model_type="unigram",
-        normalization_rule_name="identity",
-        character_coverage=0.9995,
-        pad_id=3,
-        vocab_size=vocab,
-        num_threads=THREADS,
-        input_sentence_size=max(lines * 2, 1_000_000),
-        max_sentence_length=max(longest + 1, 4192),
-        shuffle_input_sentence=False,
-        train_extremely_large_corpus=extremely_large,
-        minloglevel=1,
+    return sentencepiece_trainer(
+        path, vocab, out / "model", extremely_large,
+        model_type="unigram", normalization_rule_name="identity", character_coverage=0.9995, pad_id=3,
     )
-    sp = spm.SentencePieceProcessor(model_file=str(out / "model.model"))
-    return [sp.id_to_piece(i).encode("utf-8") for i in range(sp.get_piece_size())]
 
 
 TRAINERS = {

@@ -21,6 +21,7 @@ pub mod byte_alphabet;
 pub mod corpus;
 pub mod counting;
 pub mod error;
+pub mod model_file;
 mod pair_index;
 pub mod pretokenize;
 pub mod progress;

@@ -299,6 +299,18 @@ impl Ints {
 }
 
 /// A training record given as JSON text by the Python side.
+/// A model read from polytok JSON without the GIL, and its training record
+/// as JSON text.
+fn read_json<M: Send>(
+    py: Python<'_>,
+    json: &str,
+    source: &str,
+    read: impl FnOnce(&str, &str) -> Result<(M, Option<serde_json::Value>), Error> + Send,
+) -> PyResult<(M, Option<String>)> {
+    let (model, training) = py.detach(|| read(json, source)).map_err(to_py)?;
+    Ok((model, training.map(|t| t.to_string())))
+}
+
 fn parse_training(training: Option<&str>) -> PyResult<Option<serde_json::Value>> {
     training
         .map(serde_json::from_str::<serde_json::Value>)
@@ -387,10 +399,8 @@ impl Bpe {
 
     #[staticmethod]
     fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = py
-            .detach(|| BpeModel::from_json(json, source))
-            .map_err(to_py)?;
-        Ok((Bpe::new(py, model)?, training.map(|t| t.to_string())))
+        let (model, training) = read_json(py, json, source, BpeModel::from_json)?;
+        Ok((Bpe::new(py, model)?, training))
     }
 
     /// polytok JSON; `training` is a JSON object recorded in the file.
@@ -585,10 +595,8 @@ impl WordPiece {
 
     #[staticmethod]
     fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = py
-            .detach(|| WordPieceModel::from_json(json, source))
-            .map_err(to_py)?;
-        Ok((WordPiece::new(py, model)?, training.map(|t| t.to_string())))
+        let (model, training) = read_json(py, json, source, WordPieceModel::from_json)?;
+        Ok((WordPiece::new(py, model)?, training))
     }
 
     /// polytok JSON; `training` is a JSON object recorded in the file.
@@ -740,10 +748,8 @@ impl Unigram {
 
     #[staticmethod]
     fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = py
-            .detach(|| UnigramModel::from_json(json, source))
-            .map_err(to_py)?;
-        Ok((Unigram::new(py, model)?, training.map(|t| t.to_string())))
+        let (model, training) = read_json(py, json, source, UnigramModel::from_json)?;
+        Ok((Unigram::new(py, model)?, training))
     }
 
     /// polytok JSON; `training` is a JSON object recorded in the file.

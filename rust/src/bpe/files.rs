@@ -20,10 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::BpeModel;
 use crate::byte_alphabet;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 use crate::pretokenize::Pattern;
-
-pub const FORMAT_VERSION: u32 = 1;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,10 +50,6 @@ struct PatternEntry {
 struct SpecialEntry {
     text: String,
     id: u32,
-}
-
-fn damaged(source: &str, what: impl std::fmt::Display) -> Error {
-    Error::TokenizerFile(format!("{source}: {what}"))
 }
 
 impl BpeModel {
@@ -102,27 +97,7 @@ impl BpeModel {
             };
             damaged(source, format!("{kind} ({e})"))
         })?;
-        if file.format != "polytok" {
-            return Err(damaged(
-                source,
-                format!("format is {:?}, expected \"polytok\"", file.format),
-            ));
-        }
-        if file.version != FORMAT_VERSION {
-            return Err(damaged(
-                source,
-                format!(
-                    "format version {} is not supported (this polytok reads version {FORMAT_VERSION})",
-                    file.version
-                ),
-            ));
-        }
-        if file.model != "bpe" {
-            return Err(damaged(
-                source,
-                format!("model is {:?}, expected \"bpe\"", file.model),
-            ));
-        }
+        check_header(source, &file.format, file.version, &file.model, "bpe")?;
         let pattern = match file.pattern {
             None => Pattern::Whole,
             Some(PatternEntry {

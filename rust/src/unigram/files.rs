@@ -18,9 +18,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Piece, PieceKind, UnigramModel, Whitespace};
-use crate::error::{Error, Result};
-
-pub const FORMAT_VERSION: u32 = 1;
+use crate::error::Result;
+use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,21 +27,10 @@ struct UnigramFile {
     format: String,
     version: u32,
     model: String,
-    pieces: Vec<(String, f32, KindName)>,
+    pieces: Vec<(String, f32, PieceKind)>,
     byte_fallback: bool,
     whitespace: WhitespaceEntry,
     training: Option<serde_json::Value>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-enum KindName {
-    Normal,
-    Unknown,
-    Control,
-    UserDefined,
-    Unused,
-    Byte,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -50,32 +38,6 @@ enum KindName {
 struct WhitespaceEntry {
     remove_extra: bool,
     add_dummy_prefix: bool,
-}
-
-impl From<PieceKind> for KindName {
-    fn from(kind: PieceKind) -> Self {
-        match kind {
-            PieceKind::Normal => KindName::Normal,
-            PieceKind::Unknown => KindName::Unknown,
-            PieceKind::Control => KindName::Control,
-            PieceKind::UserDefined => KindName::UserDefined,
-            PieceKind::Unused => KindName::Unused,
-            PieceKind::Byte => KindName::Byte,
-        }
-    }
-}
-
-impl From<KindName> for PieceKind {
-    fn from(kind: KindName) -> Self {
-        match kind {
-            KindName::Normal => PieceKind::Normal,
-            KindName::Unknown => PieceKind::Unknown,
-            KindName::Control => PieceKind::Control,
-            KindName::UserDefined => PieceKind::UserDefined,
-            KindName::Unused => PieceKind::Unused,
-            KindName::Byte => PieceKind::Byte,
-        }
-    }
 }
 
 /// SentencePiece's number of each piece type.
@@ -137,10 +99,6 @@ struct NormalizerSpec {
     remove_extra_whitespaces: Option<bool>,
     #[prost(bool, optional, tag = "5")]
     escape_whitespaces: Option<bool>,
-}
-
-fn damaged(source: &str, what: impl std::fmt::Display) -> Error {
-    Error::TokenizerFile(format!("{source}: {what}"))
 }
 
 impl UnigramModel {
@@ -250,7 +208,7 @@ impl UnigramModel {
             pieces: self
                 .pieces
                 .iter()
-                .map(|p| (p.text.clone(), p.score, p.kind.into()))
+                .map(|p| (p.text.clone(), p.score, p.kind))
                 .collect(),
             byte_fallback: self.byte_fallback(),
             whitespace: WhitespaceEntry {
@@ -267,32 +225,11 @@ impl UnigramModel {
     pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
         let file: UnigramFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok Unigram file: {e}")))?;
-        if file.format != "polytok" || file.model != "unigram" {
-            return Err(damaged(
-                source,
-                format!(
-                    "a {:?} {:?} file, not a polytok Unigram file",
-                    file.format, file.model
-                ),
-            ));
-        }
-        if file.version != FORMAT_VERSION {
-            return Err(damaged(
-                source,
-                format!(
-                    "format version {}; this polytok reads version {FORMAT_VERSION}",
-                    file.version
-                ),
-            ));
-        }
+        check_header(source, &file.format, file.version, &file.model, "unigram")?;
         let pieces = file
             .pieces
             .into_iter()
-            .map(|(text, score, kind)| Piece {
-                text,
-                score,
-                kind: kind.into(),
-            })
+            .map(|(text, score, kind)| Piece { text, score, kind })
             .collect();
         let whitespace = Whitespace {
             remove_extra: file.whitespace.remove_extra,

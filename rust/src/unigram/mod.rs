@@ -21,8 +21,10 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
-/// SentencePiece's piece types (the values of its `.model` files).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// SentencePiece's piece types (the values of its `.model` files; in
+/// polytok JSON, their snake_case names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PieceKind {
     Normal,
     Unknown,

@@ -20,9 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{WordPieceModel, WordPieceSettings};
 use crate::bert_text::BertNormalizer;
-use crate::error::{Error, Result};
-
-pub const FORMAT_VERSION: u32 = 1;
+use crate::error::Result;
+use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,10 +45,6 @@ struct NormalizerEntry {
     handle_chinese_chars: bool,
     strip_accents: bool,
     lowercase: bool,
-}
-
-fn damaged(source: &str, what: impl std::fmt::Display) -> Error {
-    Error::TokenizerFile(format!("{source}: {what}"))
 }
 
 /// The tokens of a `vocab.txt`, checked: no empty line, no token twice.
@@ -123,24 +118,7 @@ impl WordPieceModel {
     pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
         let file: WordPieceFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok WordPiece file: {e}")))?;
-        if file.format != "polytok" || file.model != "wordpiece" {
-            return Err(damaged(
-                source,
-                format!(
-                    "a {:?} {:?} file, not a polytok WordPiece file",
-                    file.format, file.model
-                ),
-            ));
-        }
-        if file.version != FORMAT_VERSION {
-            return Err(damaged(
-                source,
-                format!(
-                    "format version {}; this polytok reads version {FORMAT_VERSION}",
-                    file.version
-                ),
-            ));
-        }
+        check_header(source, &file.format, file.version, &file.model, "wordpiece")?;
         let n = file.normalizer;
         let settings = WordPieceSettings {
             unk_token: file.unk_token,
