@@ -23,11 +23,30 @@ __all__ = [
     "UnigramTokenizer",
     "WordPieceTokenizer",
     "load",
+    # The embedding stage (polytok.embedding, NumPy), imported on first use:
+    "ALiBi",
+    "LearnedPositions",
+    "RoPE",
+    "SinusoidalPositions",
+    "TokenEmbedding",
+    "rope_base_lower_bound",
     "pattern_regex",
     "pretokenize",
 ]
 
 __version__ = "0.1.0"
+
+_EMBEDDING_NAMES = {"ALiBi", "LearnedPositions", "RoPE", "SinusoidalPositions", "TokenEmbedding", "rope_base_lower_bound"}
+
+
+def __getattr__(name: str) -> object:
+    """The embedding stage's names, from ``polytok.embedding``, so that
+    ``import polytok`` does not import NumPy until they are used."""
+    if name in _EMBEDDING_NAMES:
+        from polytok import embedding
+
+        return getattr(embedding, name)
+    raise AttributeError(f"module 'polytok' has no attribute {name!r}")
 
 
 def load(path: str) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:

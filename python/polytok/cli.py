@@ -335,3 +335,122 @@ def _show_samples(console: Console, tokenizer: Tokenizer, files: list[Path]) -> 
             _highlighted(tokenizer, tokenizer.encode(first)),
         )
     console.print(table)
+
+
+POSITIONS = ("rope", "sinusoidal", "learned", "alibi", "none")
+
+
+@main.command()
+@tokenizer_option
+@pattern_for_ranks
+@cased_for_vocab
+@click.argument("text", nargs=-1, required=True)
+@click.option("--dim", type=int, default=64, show_default=True, help="d_model: the width of each token vector.")
+@click.option("--positions", type=click.Choice(POSITIONS), default="sinusoidal", show_default=True, help="How positions enter: added (sinusoidal, learned), rotating queries and keys (rope), or biasing attention scores (alibi).")
+@click.option("--heads", type=int, default=4, show_default=True, help="rope, alibi: attention heads (rope: head dimension = dim / heads).")
+@click.option("--max-length", type=int, default=512, show_default=True, help="learned: positions in the table.")
+@click.option("--rope-base", type=float, default=10000.0, show_default=True)
+@click.option("--rope-scaling", type=click.Choice(["linear", "ntk", "dynamic", "yarn"]), default=None, help="rope: context extension by --factor.")
+@click.option("--factor", type=float, default=1.0, show_default=True, help="rope: context-extension factor s.")
+@click.option("--original-context", type=int, default=None, help="rope, dynamic and yarn: the context length the model was trained on.")
+@click.option("--scale", is_flag=True, help="Multiply token vectors by sqrt(dim).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random token table.")
+@click.option("--weights", type=click.Path(exists=True, dir_okay=False), default=None, help="A token table (.npy or .safetensors) instead of a random one.")
+@click.option("--save", "save_path", type=click.Path(dir_okay=False), default=None, help="Save the vectors as .npy (rope: the rotated (batch, heads, seq, head_dim) array).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Save a PNG: the positional encodings, RoPE's decay curve or ALiBi's biases (needs matplotlib).")
+def embed(tokenizer_path, pattern, cased, text, dim, positions, heads, max_length, rope_base, rope_scaling, factor, original_context, scale, seed, weights, save_path, plot_path) -> None:
+    """Embed each TEXT (one sequence each) with a token table and positions,
+    and print shapes and statistics."""
+    import numpy as np
+
+    from polytok import embedding as emb
+
+    with _errors():
+        if save_path is not None and not save_path.endswith(".npy"):
+            raise click.UsageError("--save writes a .npy file")
+        if plot_path is not None and positions == "none":
+            raise click.UsageError("--plot shows positions: choose --positions")
+        if positions in ("rope", "alibi") and (heads < 1 or dim % heads):
+            raise click.UsageError(f"--heads must divide --dim: {dim} is not a multiple of {heads}")
+        tokenizer = _load(tokenizer_path, pattern, cased)
+        ids = tokenizer.encode_batch(list(text))
+        if weights is not None:
+            table = emb.TokenEmbedding.load(weights, scale=scale)
+            if table.d_model != dim:
+                raise click.UsageError(f"{weights} holds vectors of {table.d_model} floats, not --dim {dim}")
+        else:
+            table = emb.TokenEmbedding(tokenizer, dim, seed=seed, scale=scale)
+        added = {"sinusoidal": emb.SinusoidalPositions(dim), "learned": emb.LearnedPositions(max_length, dim, seed=seed)}
+        vectors, mask = table.embed(ids, positions=added.get(positions))
+        summary = Table.grid(padding=(0, 2))
+        summary.add_row("tokens", ", ".join(str(len(i)) for i in ids) + f" (vocabulary of {table.vocab_size})")
+        summary.add_row("vectors", f"{vectors.shape} float32, attention mask {mask.shape} with {int(mask.sum())} real tokens")
+        shown, where = vectors, mask
+        plotted = None
+        if positions == "rope":
+            rope = emb.RoPE(dim // heads, rope_base, scaling=rope_scaling, factor=factor, original_context=original_context)
+            batch, seq = mask.shape
+            shown = rope.apply(vectors.reshape(batch, seq, heads, dim // heads).transpose(0, 2, 1, 3))
+            where = np.broadcast_to(mask[:, None, :], shown.shape[:-1])
+            theta = rope.frequencies(seq)
+            summary.add_row("rope", f"q/k {shown.shape}, θ from {theta[0]:.3g} to {theta[-1]:.3g}, attention factor {rope.attention_factor:.4f}")
+            plotted = rope
+        elif positions == "alibi":
+            alibi = emb.ALiBi(heads)
+            summary.add_row("alibi", f"bias {alibi.bias(mask.shape[1]).shape}, slopes " + ", ".join(f"{s:.4g}" for s in alibi.slopes))
+            plotted = alibi
+        elif positions != "none":
+            plotted = added[positions]
+        real = shown[where]
+        if real.size:
+            summary.add_row(
+                "statistics",
+                f"mean {real.mean():.4f}, std {real.std():.4f}, min {real.min():.4f}, max {real.max():.4f}, "
+                f"mean norm {np.linalg.norm(real, axis=-1).mean():.4f} (real tokens)",
+            )
+        Console().print(summary)
+        if save_path is not None:
+            emb.save_npy(save_path, shown)
+            click.echo(f"saved {shown.shape} to {save_path}")
+        if plot_path is not None:
+            _plot_positions(plotted, max(mask.shape[1], 64), plot_path)
+            click.echo(f"plotted to {plot_path}")
+
+
+def _plot_positions(positions, length: int, path: str) -> None:
+    """A PNG of added positional encodings (a heat map), RoPE's long-term
+    decay B(m) / (d/2), or ALiBi's biases, written atomically."""
+    import io
+
+    from polytok import embedding as emb
+    from polytok._files import atomic_write
+
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise click.ClickException("--plot needs matplotlib: pip install 'polytok[plot]'") from e
+    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    if isinstance(positions, emb.RoPE):
+        distances = max(4 * length, 4 * (positions.original_context or 0), 4096)
+        decay = positions.long_term_decay(distances) / (positions.head_dim / 2)
+        if positions.scaling:
+            unscaled = emb.RoPE(positions.head_dim, positions.base)
+            axes.plot(unscaled.long_term_decay(distances) / (positions.head_dim / 2), linewidth=0.8, alpha=0.6, label=f"base {positions.base:g}")
+        axes.plot(decay, linewidth=0.8, label=f"base {positions.base:g}" + (f", {positions.scaling} ×{positions.factor:g}" if positions.scaling else ""))
+        axes.axhline(0.0, color="black", linewidth=0.6)
+        axes.set(xlabel="relative distance m", ylabel="B(m) / (d/2)", title=f"RoPE long-term decay, head dimension {positions.head_dim}")
+        axes.legend()
+    elif isinstance(positions, emb.ALiBi):
+        bias = positions.bias(length)[:, -1, :]
+        for head, row in enumerate(bias):
+            axes.plot(row, label=f"head {head}: slope {positions.slopes[head]:.4g}")
+        axes.set(xlabel="key position (query at the last position)", ylabel="bias", title="ALiBi distance biases")
+        axes.legend(fontsize="small")
+    else:
+        image = axes.imshow(positions.encodings(min(length, getattr(positions, "max_length", length))), aspect="auto", cmap="RdBu", interpolation="nearest")
+        figure.colorbar(image)
+        axes.set(xlabel="dimension", ylabel="position", title=f"{type(positions).__name__}, d_model {positions.d_model}")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    atomic_write(path, buffer.getvalue())
