@@ -350,6 +350,8 @@ def rope_frequencies(
         raise ValueError(f"a context-extension factor must be at least 1, got {factor!r}")
     if scaling == "linear":
         return base**-exponents / factor
+    if scaling in ("ntk", "dynamic") and head_dim < 4:
+        raise ValueError(f"{scaling} scaling raises the base to the power d/(d−2): it needs head_dim ≥ 4, got head_dim={head_dim}")
     if scaling == "ntk":
         return (base * factor ** (head_dim / (head_dim - 2))) ** -exponents
     if original_context is None:
