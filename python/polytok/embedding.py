@@ -536,7 +536,7 @@ def rope_base_lower_bound(context_length: int, head_dim: int, *, grid_step: floa
     failed, which rejects most bases in O(d) work, 256 bases at a time;
     only a base that passes them has all its L + 1 distances checked
     (vectorized, in chunks that stop at the first negative B). Measured
-    with head_dim = 128 on one core: about 1 s for L = 2048, 10 s for
+    with head_dim = 128 on one core: about 2 s for L = 2048, 10 s for
     32,768 and 75 s for 131,072.
     """
     context_length = _positive_int(context_length, "context_length")
