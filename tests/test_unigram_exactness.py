@@ -67,6 +67,33 @@ def test_adversarial_text(models, text):
     assert ours.decode(ids) == reference.decode(ids)
 
 
+def test_long_documents(flores, models):
+    """Whole documents of ~1 MB: path scores grow past SentencePiece's
+    rebasing threshold (±100,000), which changes later roundings."""
+    ours, reference = models
+    for language in ("eng_Latn", "zho_Hans", "rus_Cyrl"):
+        document = " ".join(flores[language] * 5)
+        assert len(document.encode()) > 600_000
+        assert ours.encode(document) == reference.encode(document), language
+
+
+def test_spaces_without_a_space_piece(tmp_path, models):
+    """A model whose `▁` piece is unused: spaces are unknown, and with byte
+    fallback become the bytes of `▁`, as in SentencePiece."""
+    ours, _ = models
+    ours.save(tmp_path / "m.json")
+    text = (tmp_path / "m.json").read_text(encoding="utf-8")
+    assert '["▁",' in text
+    edited = text.replace('["▁",', '["▁", -100.0, "unused"], ["▁unused-twin",', 1)
+    (tmp_path / "e.json").write_text(edited, encoding="utf-8")
+    changed = polytok.UnigramTokenizer.load(tmp_path / "e.json")
+    changed.save_sentencepiece(tmp_path / "e.model")
+    reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "e.model"))
+    for line in ["a b", "  two  spaces ", "▁ and ▁▁", "x" * 5 + " " + "ꙮ " * 3]:
+        assert changed.encode(line) == reference.encode(line), line
+        assert changed.decode(changed.encode(line)) == reference.decode(reference.encode(line))
+
+
 def test_bad_model_files(tmp_path):
     (tmp_path / "garbage.model").write_bytes(b"\xff\x00 not a protobuf")
     with pytest.raises(polytok.TokenizerFileError, match="garbage.model: not a SentencePiece model"):

@@ -56,7 +56,7 @@ struct BestPath {
 }
 
 impl UnigramModel {
-    /// Appends the ids of a prepared text (see `prepare`).
+    /// Appends the ids of a walk text (see `walk_text`).
     pub(super) fn encode_prepared(&self, text: &str, out: &mut Vec<u32>) {
         let bytes = text.as_bytes();
         if bytes.is_empty() {
@@ -155,9 +155,7 @@ impl UnigramModel {
         for &(piece, begin, end) in spans.iter().rev() {
             match &self.byte_pieces {
                 _ if piece != UNKNOWN => out.push(self.trie.id(piece)),
-                Some(byte_ids) => {
-                    out.extend(bytes[begin..end].iter().map(|&b| byte_ids[b as usize]));
-                }
+                Some(byte_ids) => self.push_byte_pieces(byte_ids, &bytes[begin..end], out),
                 None => out.push(self.unk),
             }
         }

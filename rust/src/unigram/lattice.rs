@@ -55,11 +55,9 @@ impl UnigramModel {
                 j += 1;
             }
             match &self.byte_pieces {
-                Some(byte_ids) => out.extend(
-                    bytes[node.start..ends[j]]
-                        .iter()
-                        .map(|&b| byte_ids[b as usize]),
-                ),
+                Some(byte_ids) => {
+                    self.push_byte_pieces(byte_ids, &bytes[node.start..ends[j]], &mut out)
+                }
                 None => out.push(self.unk),
             }
             i = j + 1;
@@ -70,7 +68,8 @@ impl UnigramModel {
     /// The `k` best segmentations of `text` with their scores (sums of
     /// piece scores), best first; the first is `encode`'s.
     pub fn nbest(&self, text: &str, k: usize) -> Vec<(Vec<u32>, f64)> {
-        let prepared = self.prepare(text);
+        let mut prepared = String::new();
+        self.walk_text(text, &mut prepared);
         let bytes = prepared.as_bytes();
         let n = bytes.len();
         if k == 0 {
@@ -173,7 +172,8 @@ impl UnigramModel {
     /// exp(alpha × score) (subword regularization), by forward filtering and
     /// backward sampling; `seed` makes the draw reproducible.
     pub fn sample(&self, text: &str, alpha: f64, seed: u64) -> Vec<u32> {
-        let prepared = self.prepare(text);
+        let mut prepared = String::new();
+        self.walk_text(text, &mut prepared);
         let bytes = prepared.as_bytes();
         let n = bytes.len();
         if n == 0 {

@@ -21,7 +21,7 @@
 
 use std::collections::BinaryHeap;
 
-use super::{Piece, PieceKind};
+use super::{Piece, PieceKind, SPACE_SYMBOL};
 use crate::error::{Error, Result};
 
 /// The score of a node where no piece can be chosen: no piece ends there,
@@ -70,8 +70,9 @@ impl PieceTrie {
     /// unused ones (as SentencePiece's trie). A user-defined piece scores
     /// 0.1 per byte after the first (SentencePiece's bonus, which makes it
     /// win over the normal pieces, whose scores are negative). Scores must be
-    /// finite, as SentencePiece requires.
-    pub fn new(pieces: &[Piece]) -> Result<Self> {
+    /// finite, as SentencePiece requires. With `ascii_spaces`, a `▁` of a
+    /// piece is the byte `' '` in the trie (see `UnigramModel::walk_text`).
+    pub fn new(pieces: &[Piece], ascii_spaces: bool) -> Result<Self> {
         let mut keys = Vec::new();
         for (id, piece) in pieces.iter().enumerate() {
             if !piece.score.is_finite() {
@@ -86,9 +87,14 @@ impl PieceTrie {
                 PieceKind::Unused => NO_PIECE,
                 _ => continue,
             };
-            keys.push((piece.text.as_bytes(), id as u32, score));
+            let key = if ascii_spaces {
+                piece.text.replace(SPACE_SYMBOL, " ").into_bytes()
+            } else {
+                piece.text.as_bytes().to_vec()
+            };
+            keys.push((key, id as u32, score));
         }
-        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let tree = Tree::new(&keys);
         Self::place(&tree)
     }
@@ -220,7 +226,7 @@ struct Tree {
 }
 
 impl Tree {
-    fn new(sorted: &[(&[u8], u32, f32)]) -> Self {
+    fn new(sorted: &[(Vec<u8>, u32, f32)]) -> Self {
         let mut tree = Tree {
             children: vec![Vec::new()],
             values: vec![None],
@@ -228,7 +234,8 @@ impl Tree {
         // The nodes along the previous key: path[d] is its prefix of length d.
         let mut path = vec![0];
         let mut previous: &[u8] = &[];
-        for &(key, id, score) in sorted {
+        for (key, id, score) in sorted {
+            let (key, id, score) = (key.as_slice(), *id, *score);
             let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
             path.truncate(common + 1);
             for &byte in &key[common..] {
@@ -298,7 +305,7 @@ mod tests {
             piece("<0x61>", 0.0, PieceKind::Byte),
             piece("\u{ff}", -5.0, PieceKind::Normal),
         ];
-        let trie = PieceTrie::new(&pieces).unwrap();
+        let trie = PieceTrie::new(&pieces, false).unwrap();
         assert_eq!(
             walk(&trie, b"abcd"),
             [Some((1, -1.0)), None, Some((2, -2.0))]
@@ -315,10 +322,10 @@ mod tests {
             piece("<unk>", 0.0, PieceKind::Unknown),
             piece("xyz", -9.0, PieceKind::UserDefined),
         ];
-        let trie = PieceTrie::new(&pieces).unwrap();
+        let trie = PieceTrie::new(&pieces, false).unwrap();
         assert_eq!(walk(&trie, b"xyz"), [None, None, Some((1, 0.2))]);
         pieces.push(piece("y", f32::NAN, PieceKind::Normal));
-        assert!(PieceTrie::new(&pieces).is_err());
+        assert!(PieceTrie::new(&pieces, false).is_err());
     }
 
     /// Every byte below every node: only the keys' paths exist.
@@ -331,7 +338,7 @@ mod tests {
             .iter()
             .map(|w| piece(w, -1.0, PieceKind::Normal))
             .collect();
-        let trie = PieceTrie::new(&pieces).unwrap();
+        let trie = PieceTrie::new(&pieces, false).unwrap();
         let mut prefixes: Vec<&[u8]> = words
             .iter()
             .flat_map(|w| (0..=w.len()).map(|n| &w.as_bytes()[..n]))
