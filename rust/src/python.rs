@@ -285,6 +285,16 @@ impl Ints {
             }),
         )
     }
+
+    /// The lists of a batch of results.
+    fn lists<'py>(&self, py: Python<'py>, batch: &[Vec<u32>]) -> PyResult<Bound<'py, PyList>> {
+        let _paused = GcPause::new(py)?;
+        let lists = batch
+            .iter()
+            .map(|ids| self.list(py, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    }
 }
 
 /// A model read from polytok JSON without the GIL, and its training record
@@ -325,14 +335,7 @@ fn encode_list<'py>(
     ints.list(py, &ids.map_err(to_py)?)
 }
 
-/// Texts per chunk of a batch (at least): enough for all cores to share.
-const BATCH_CHUNK: usize = 64;
-
-/// `encode_batch` of any model, without the GIL, pipelined: a worker thread
-/// encodes the texts a chunk at a time (each chunk on all cores) while this
-/// thread turns the finished chunks into Python lists, which needs the GIL
-/// and so one thread: the list building overlaps the encoding instead of
-/// following it.
+/// `encode_batch` of any model, without the GIL.
 fn encode_batch_lists<'py>(
     py: Python<'py>,
     ints: &Ints,
@@ -342,34 +345,10 @@ fn encode_batch_lists<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let allowed = allowed_special_tokens(allowed_special)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let chunk_len = (texts.len() / 16).max(BATCH_CHUNK);
-    let _paused = GcPause::new(py)?;
-    let mut lists = Vec::with_capacity(texts.len());
-    std::thread::scope(|scope| -> PyResult<()> {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(2);
-        let (texts, allowed, encode_batch) = (&texts, &allowed, &encode_batch);
-        scope.spawn(move || {
-            for chunk in texts.chunks(chunk_len) {
-                let result = encode_batch(chunk, allowed);
-                let failed = result.is_err();
-                // A closed channel: this thread gave up on an error.
-                if sender.send(result).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        // Until the worker is done and drops its sender. (A Mutex only to
-        // hand the receiver to the GIL-free wait.)
-        let receiver = Mutex::new(receiver);
-        let next = || receiver.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        while let Ok(batch) = py.detach(next) {
-            for ids in &batch.map_err(to_py)? {
-                lists.push(ints.list(py, ids)?);
-            }
-        }
-        Ok(())
-    })?;
-    PyList::new(py, lists)
+    let batch = py
+        .detach(|| encode_batch(&texts, &allowed))
+        .map_err(to_py)?;
+    ints.lists(py, &batch)
 }
 
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
