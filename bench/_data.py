@@ -464,3 +464,51 @@ def encode_rounds(script: str, args, libs: Sequence[str], label: str) -> dict[tu
                 )
             results[phase, which] = rounds
     return results
+
+def encode_input_docs(args, which: str, single: bool) -> list[str]:
+    """The documents of one input ("en" or "multi"): ~``--chunk-mb`` MB
+    pieces for the single-thread phase, paragraphs for batches."""
+    cut = (lambda t: chunks(t, args.chunk_mb)) if single else paragraphs
+    if which == "en":
+        return cut(en_text(args.en_mb))
+    return [doc for text in multi_texts(args.multi_mb).values() for doc in cut(text)]
+
+
+def run_encode_phase(args, load_encoders: Callable[[bool], dict], reference: str) -> None:
+    """One round of an encoding benchmark in a fresh process: pinned to one
+    CPU for the single-thread phase, every library warmed up on other text,
+    then timed on one pass over the input, in an order rotated by round;
+    with ``--exact``, ids compared with ``reference``'s. ``load_encoders``
+    gives ``{name: function}`` (one document -> ids, or for batches a list
+    of documents -> lists of ids). Emits the result for the parent."""
+    single = args.phase == "single"
+    if single:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    docs = encode_input_docs(args, args.input, single)
+    funcs = load_encoders(single)
+    calls = {name: (lambda ds, f=f: [f(d) for d in ds]) for name, f in funcs.items()} if single else funcs
+    shift = args.round % len(calls)
+    order = list(calls)[shift:] + list(calls)[:shift]
+    tail = en_text(None)[-100_000:]
+    warm = chunks(tail, 0.05) if single else paragraphs(tail)
+    for name in order:
+        calls[name](warm)
+    load0 = os.getloadavg()[0]
+    walls, outputs = {}, {}
+    for name in order:
+        wall, _, out = timed(lambda call=calls[name]: call(docs))
+        walls[name] = wall
+        if args.exact:
+            outputs[name] = out
+    exact = None
+    if args.exact:
+        ref = outputs[reference]
+        exact = {
+            name: {
+                "docs": sum(a != b for a, b in zip(ref, out)),
+                "ids": sum(sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b)) for a, b in zip(ref, out)),
+            }
+            for name, out in outputs.items()
+            if name != reference
+        }
+    emit({"bytes": utf8_len(docs), "docs": len(docs), "load": [load0, os.getloadavg()[0]], "walls": walls, "exact": exact})

@@ -22,7 +22,6 @@ per-round ratios. Exactness: ids equal to tokenizers', document by document.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -74,54 +73,9 @@ def load_encoders(libs, single: bool) -> dict:
     return funcs
 
 
-def input_docs(args, which: str, single: bool) -> list[str]:
-    cut = (lambda t: _data.chunks(t, args.chunk_mb)) if single else _data.paragraphs
-    if which == "en":
-        return cut(_data.en_text(args.en_mb))
-    return [doc for text in _data.multi_texts(args.multi_mb).values() for doc in cut(text)]
-
-
 def run_phase(args) -> None:
     """One round in a fresh process (see the module docstring)."""
-    single = args.phase == "single"
-    if single:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    docs = input_docs(args, args.input, single)
-    funcs = load_encoders(args.libs, single)
-    calls = {name: (lambda ds, f=f: [f(d) for d in ds]) for name, f in funcs.items()} if single else funcs
-    shift = args.round % len(calls)
-    order = list(calls)[shift:] + list(calls)[:shift]
-    tail = _data.en_text(None)[-100_000:]
-    warm = _data.chunks(tail, 0.05) if single else _data.paragraphs(tail)
-    for name in order:
-        calls[name](warm)
-    load0 = os.getloadavg()[0]
-    walls, outputs = {}, {}
-    for name in order:
-        wall, _, out = _data.timed(lambda call=calls[name]: call(docs))
-        walls[name] = wall
-        if args.exact:
-            outputs[name] = out
-    exact = None
-    if args.exact:
-        ref = outputs["tokenizers"]
-        exact = {
-            name: {
-                "docs": sum(a != b for a, b in zip(ref, out)),
-                "ids": sum(sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b)) for a, b in zip(ref, out)),
-            }
-            for name, out in outputs.items()
-            if name != "tokenizers"
-        }
-    _data.emit(
-        {
-            "bytes": _data.utf8_len(docs),
-            "docs": len(docs),
-            "load": [load0, os.getloadavg()[0]],
-            "walls": walls,
-            "exact": exact,
-        }
-    )
+    _data.run_encode_phase(args, lambda single: load_encoders(args.libs, single), "tokenizers")
 
 
 def main() -> None:
