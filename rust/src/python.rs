@@ -10,6 +10,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
+use rayon::prelude::*;
 
 use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
@@ -285,16 +286,6 @@ impl Ints {
             }),
         )
     }
-
-    /// The lists of a batch of results.
-    fn lists<'py>(&self, py: Python<'py>, batch: &[Vec<u32>]) -> PyResult<Bound<'py, PyList>> {
-        let _paused = GcPause::new(py)?;
-        let lists = batch
-            .iter()
-            .map(|ids| self.list(py, ids))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, lists)
-    }
 }
 
 /// A model read from polytok JSON without the GIL, and its training record
@@ -335,7 +326,14 @@ fn encode_list<'py>(
     ints.list(py, &ids.map_err(to_py)?)
 }
 
-/// `encode_batch` of any model, without the GIL.
+/// Texts per chunk of a batch, at least.
+const BATCH_CHUNK: usize = 64;
+
+/// `encode_batch` of any model, without the GIL: chunks of texts are
+/// encoded on all cores, and the thread that encoded a chunk then takes the
+/// GIL to turn it into Python lists, while the other threads go on
+/// encoding. The list building, which only one thread can do at a time,
+/// overlaps the encoding instead of following it.
 fn encode_batch_lists<'py>(
     py: Python<'py>,
     ints: &Ints,
@@ -345,10 +343,27 @@ fn encode_batch_lists<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let allowed = allowed_special_tokens(allowed_special)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let batch = py
-        .detach(|| encode_batch(&texts, &allowed))
-        .map_err(to_py)?;
-    ints.lists(py, &batch)
+    let chunk_len = (texts.len() / (8 * rayon::current_num_threads())).max(BATCH_CHUNK);
+    let _paused = GcPause::new(py)?;
+    let chunks: Vec<PyResult<Vec<Py<PyList>>>> = py.detach(|| {
+        texts
+            .par_chunks(chunk_len)
+            .map(|chunk| {
+                let batch = encode_batch(chunk, &allowed).map_err(to_py)?;
+                Python::attach(|py| {
+                    batch
+                        .iter()
+                        .map(|ids| ints.list(py, ids).map(Bound::unbind))
+                        .collect()
+                })
+            })
+            .collect()
+    });
+    let mut lists = Vec::with_capacity(texts.len());
+    for chunk in chunks {
+        lists.extend(chunk?);
+    }
+    PyList::new(py, lists)
 }
 
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
