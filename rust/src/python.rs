@@ -315,15 +315,29 @@ fn encode_list<'py>(
     ints: &Ints,
     text: &str,
     allowed_special: Option<&Bound<'_, PyAny>>,
-    encode: impl Fn(&str, &AllowedSpecial) -> Result<Vec<u32>, Error> + Sync,
+    encode: impl Fn(&str, &AllowedSpecial, &mut Vec<u32>) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyList>> {
+    thread_local! {
+        /// The ids of the text being encoded, reused: a fresh megabyte of
+        /// ids per document would cost page faults.
+        static IDS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let allowed = allowed_special_tokens(allowed_special)?;
-    let ids = if text.len() < DETACH_BYTES {
-        encode(text, &allowed)
-    } else {
-        py.detach(|| encode(text, &allowed))
-    };
-    ints.list(py, &ids.map_err(to_py)?)
+    IDS.with(|ids| {
+        let ids = &mut *ids.borrow_mut();
+        ids.clear();
+        let encoded = if text.len() < DETACH_BYTES {
+            encode(text, &allowed, ids)
+        } else {
+            py.detach(|| encode(text, &allowed, ids))
+        };
+        encoded.map_err(to_py)?;
+        let list = ints.list(py, ids);
+        if ids.capacity() > 1 << 22 {
+            *ids = Vec::new();
+        }
+        list
+    })
 }
 
 /// Texts per chunk of a batch, at least.
@@ -454,8 +468,9 @@ impl Bpe {
         text: &str,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, allowed_special, |t, a| {
-            self.model.encode(t, a)
+        encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
+            *ids = self.model.encode(t, a)?;
+            Ok(())
         })
     }
 
@@ -630,8 +645,9 @@ impl WordPiece {
         text: &str,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, allowed_special, |t, a| {
-            self.model.encode(t, a)
+        encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
+            *ids = self.model.encode(t, a)?;
+            Ok(())
         })
     }
 
@@ -786,7 +802,10 @@ impl Unigram {
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, None, |t, _| Ok(self.model.encode(t)))
+        encode_list(py, &self.ints, text, None, |t, _, ids| {
+            self.model.encode_into(t, ids);
+            Ok(())
+        })
     }
 
     fn encode_batch<'py>(

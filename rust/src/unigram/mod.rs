@@ -210,6 +210,13 @@ impl UnigramModel {
 
     /// The ids of `text`'s best segmentation.
     pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        self.encode_into(text, &mut out);
+        out
+    }
+
+    /// Appends the ids of `text`'s best segmentation to `out`.
+    pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) {
         thread_local! {
             /// The prepared text, reused between calls: a fresh megabyte
             /// buffer per document costs page faults.
@@ -218,9 +225,7 @@ impl UnigramModel {
         PREPARED.with(|prepared| {
             let prepared = &mut *prepared.borrow_mut();
             self.walk_text(text, prepared);
-            let mut out = Vec::with_capacity(prepared.len() / 4 + 1);
-            self.encode_prepared(prepared, &mut out);
-            out
+            self.encode_prepared(prepared, out);
         })
     }
 
@@ -279,7 +284,9 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     if ws.add_dummy_prefix {
         out.push_str(space);
     }
-    let unchanged = !input.is_empty() && !input.ends_with(' ') && !input.contains("  ");
+    let unchanged = !input.is_empty()
+        && !input.ends_with(' ')
+        && memchr::memmem::find(input.as_bytes(), b"  ").is_none();
     if !ws.escape && ws.remove_extra && unchanged {
         // Nothing to change: the common case when spaces stay spaces.
         out.push_str(input);
