@@ -83,37 +83,51 @@ impl UnigramModel {
         );
         best[0].score = 0.0;
         let unk_score = self.min_score - UNK_PENALTY;
-        // The furthest end a path reaches so far.
-        let mut frontier = 0;
         let mut start = 0;
         while start < n {
             let char_end = start + utf8_len(bytes[start]).min(n - start);
             let mut till_here = best[start].score;
             if !(-SCORE_RESET..=SCORE_RESET).contains(&till_here) {
-                for entry in &mut best[start..=frontier] {
+                // Every path so far ends within the longest piece from
+                // here; entries past them hold -inf, which stays -inf.
+                let last = (start + self.longest_walk).min(n);
+                for entry in &mut best[start..=last] {
                     entry.score -= till_here;
                 }
                 till_here = 0.0;
             }
-            let mut has_single = false;
-            let mut node = self.trie.root();
-            for (end, &byte) in (start + 1..).zip(&bytes[start..]) {
-                let Some(next) = self.trie.child(node, byte) else {
-                    break;
-                };
-                node = next;
+            let mut relax = |end: usize, piece: u32, score: f32| {
                 // NO_PIECE never wins.
-                let candidate = node.score + till_here;
+                let candidate = score + till_here;
                 let target = &mut best[end];
                 if candidate > target.score {
                     *target = BestPath {
                         score: candidate,
                         starts_at: start as u32,
-                        piece: node.index,
+                        piece,
                     };
-                    frontier = frontier.max(end);
                 }
-                has_single |= end == char_end && node.score != NO_PIECE;
+            };
+            // The walk through the character's own bytes, then beyond it:
+            // only a piece ending at the character's end decides whether
+            // the unknown piece is needed.
+            let mut node = self.trie.root();
+            let mut end = start;
+            while end < char_end {
+                let Some(next) = self.trie.child(node, bytes[end]) else {
+                    break;
+                };
+                node = next;
+                end += 1;
+                relax(end, node.index, node.score);
+            }
+            let has_single = end == char_end && node.score != NO_PIECE;
+            if end == char_end {
+                while let Some(next) = bytes.get(end).and_then(|&b| self.trie.child(node, b)) {
+                    node = next;
+                    end += 1;
+                    relax(end, node.index, node.score);
+                }
             }
             if !has_single {
                 let target = &mut best[char_end];
@@ -125,7 +139,6 @@ impl UnigramModel {
                         piece: UNKNOWN,
                     };
                 }
-                frontier = frontier.max(char_end);
             }
             start = char_end;
         }

@@ -78,6 +78,8 @@ pub struct UnigramModel {
     /// The trie holds `▁` as `' '`, and texts are walked with spaces as
     /// `' '` (see `walk_text`).
     ascii_spaces: bool,
+    /// The longest piece, in bytes: how far a walk reaches.
+    longest_walk: usize,
     min_score: f32,
 }
 
@@ -109,6 +111,8 @@ impl UnigramModel {
                 .iter()
                 .any(|p| p.kind != PieceKind::Control && p.text.contains(' '));
         let trie = piece_trie::PieceTrie::new(&pieces, ascii_spaces)?;
+        // At least a character: an unknown piece covers one.
+        let longest_walk = pieces.iter().map(|p| p.text.len()).max().unwrap_or(0).max(4);
         // SentencePiece's lowest score starts at FLT_MAX.
         let min_score = pieces
             .iter()
@@ -142,6 +146,7 @@ impl UnigramModel {
             byte_pieces,
             whitespace,
             ascii_spaces,
+            longest_walk,
             min_score,
         })
     }
