@@ -112,7 +112,12 @@ impl UnigramModel {
                 .any(|p| p.kind != PieceKind::Control && p.text.contains(' '));
         let trie = piece_trie::PieceTrie::new(&pieces, ascii_spaces)?;
         // At least a character: an unknown piece covers one.
-        let longest_walk = pieces.iter().map(|p| p.text.len()).max().unwrap_or(0).max(4);
+        let longest_walk = pieces
+            .iter()
+            .map(|p| p.text.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
         // SentencePiece's lowest score starts at FLT_MAX.
         let min_score = pieces
             .iter()
@@ -289,9 +294,8 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     if ws.add_dummy_prefix {
         out.push_str(space);
     }
-    let unchanged = !input.is_empty()
-        && !input.ends_with(' ')
-        && memchr::memmem::find(input.as_bytes(), b"  ").is_none();
+    let unchanged =
+        !input.is_empty() && !input.ends_with(' ') && !has_double_space(input.as_bytes());
     if !ws.escape && ws.remove_extra && unchanged {
         // Nothing to change: the common case when spaces stay spaces.
         out.push_str(input);
@@ -317,6 +321,21 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
             out.truncate(out.len() - space.len());
         }
     }
+}
+
+/// Whether `bytes` holds two spaces in a row. Blocks are scanned without
+/// an early exit, which vectorizes: a substring search would stop at
+/// every space of ordinary text.
+fn has_double_space(bytes: &[u8]) -> bool {
+    let (Some(first), Some(second)) = (bytes.get(..bytes.len().saturating_sub(1)), bytes.get(1..))
+    else {
+        return false;
+    };
+    first.chunks(64).zip(second.chunks(64)).any(|(a, b)| {
+        a.iter()
+            .zip(b)
+            .fold(false, |found, (&x, &y)| found | ((x == b' ') & (y == b' ')))
+    })
 }
 
 /// The words of a prepared text, for training: each starts at a `▁` (the
@@ -380,6 +399,10 @@ mod tests {
         assert_eq!(m.prepare("▁"), "");
         assert_eq!(m.prepare("a ▁ b"), "▁a▁▁▁b");
         assert_eq!(m.prepare("a\tb"), "▁a\tb");
+        assert!(has_double_space(b"ab  c") && has_double_space(&[b' '; 2]));
+        assert!(!has_double_space(b" a b ") && !has_double_space(b" ") && !has_double_space(b""));
+        let long = format!("{}  ", "a b".repeat(100));
+        assert!(has_double_space(long.as_bytes()));
         // Spaces kept as spaces (the encoder's walk text), same rules.
         let plain = Whitespace {
             escape: false,
