@@ -65,6 +65,11 @@ impl Default for Whitespace {
 /// The piece that stands for a space.
 pub const SPACE_SYMBOL: char = '\u{2581}';
 
+/// Finds `▁` in text: a SIMD search on its rare bytes (a search for a
+/// `char` would stop at every `’` or `—`, which share its first byte).
+static SPACE_SYMBOL_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new("\u{2581}".as_bytes()));
+
 pub struct UnigramModel {
     pieces: Vec<Piece>,
     /// Normal, user-defined and unused pieces, by their bytes, with scores.
@@ -184,7 +189,7 @@ impl UnigramModel {
     pub(super) fn walk_text(&self, text: &str, out: &mut String) {
         if !self.ascii_spaces {
             prepare_text(text, self.whitespace, out);
-        } else if text.contains(SPACE_SYMBOL) {
+        } else if SPACE_SYMBOL_FINDER.find(text.as_bytes()).is_some() {
             // As SentencePiece: `▁` of the input is a space after escaping.
             prepare_text(text, self.whitespace, out);
             *out = out.replace(SPACE_SYMBOL, " ");
