@@ -32,7 +32,8 @@ const UNK_PENALTY: f32 = 10.0;
 /// `kScoreResetThreshold`).
 const SCORE_RESET: f32 = 100_000.0;
 
-/// `BestPath::piece` of the unknown piece (other pieces are trie units).
+/// The last piece of a path that is the unknown piece (others are trie
+/// units).
 const UNKNOWN: u32 = u32::MAX;
 
 /// A piece of the best path: its trie unit (or `UNKNOWN`), start and end byte.
@@ -40,19 +41,20 @@ type Span = (u32, usize, usize);
 
 thread_local! {
     /// The best paths and the spans of a text, reused between calls.
-    static BUFFERS: RefCell<(Vec<BestPath>, Vec<Span>)> =
-        const { RefCell::new((Vec::new(), Vec::new())) };
+    static BUFFERS: RefCell<(BestPaths, Vec<Span>)> =
+        const { RefCell::new((BestPaths { scores: Vec::new(), lasts: Vec::new() }, Vec::new())) };
 }
 
-#[derive(Clone, Copy)]
-struct BestPath {
+/// The best path ending at each byte, as two arrays: the scores, which
+/// every candidate reads, apart from the last pieces, written only when a
+/// candidate wins (the scores then fill half as many cache lines).
+struct BestPaths {
     /// -inf while no path ends here: any piece's first candidate wins, as
     /// SentencePiece's "no path yet" does (scores are finite).
-    score: f32,
-    /// Where the last piece starts.
-    starts_at: u32,
-    /// The last piece's trie unit, or `UNKNOWN`.
-    piece: u32,
+    scores: Vec<f32>,
+    /// (where the last piece starts, its trie unit or `UNKNOWN`); the start
+    /// is `u32::MAX` while no path ends here.
+    lasts: Vec<(u32, u32)>,
 }
 
 impl UnigramModel {
@@ -69,43 +71,35 @@ impl UnigramModel {
         });
     }
 
-    /// Fills `best[end]` with the best path ending at each character end.
-    fn viterbi(&self, bytes: &[u8], best: &mut Vec<BestPath>) {
+    /// Fills `best` with the best path ending at each character end.
+    fn viterbi(&self, bytes: &[u8], best: &mut BestPaths) {
         let n = bytes.len();
-        best.clear();
-        best.resize(
-            n + 1,
-            BestPath {
-                score: f32::NEG_INFINITY,
-                starts_at: u32::MAX,
-                piece: UNKNOWN,
-            },
-        );
-        best[0].score = 0.0;
+        best.scores.clear();
+        best.scores.resize(n + 1, f32::NEG_INFINITY);
+        best.lasts.clear();
+        best.lasts.resize(n + 1, (u32::MAX, UNKNOWN));
+        best.scores[0] = 0.0;
+        let BestPaths { scores, lasts } = best;
         let unk_score = self.min_score - UNK_PENALTY;
         let mut start = 0;
         while start < n {
             let char_end = start + utf8_len(bytes[start]).min(n - start);
-            let mut till_here = best[start].score;
+            let mut till_here = scores[start];
             if !(-SCORE_RESET..=SCORE_RESET).contains(&till_here) {
                 // Every path so far ends within the longest piece from
                 // here; entries past them hold -inf, which stays -inf.
                 let last = (start + self.longest_walk).min(n);
-                for entry in &mut best[start..=last] {
-                    entry.score -= till_here;
+                for score in &mut scores[start..=last] {
+                    *score -= till_here;
                 }
                 till_here = 0.0;
             }
             let mut relax = |end: usize, piece: u32, score: f32| {
                 // NO_PIECE never wins.
                 let candidate = score + till_here;
-                let target = &mut best[end];
-                if candidate > target.score {
-                    *target = BestPath {
-                        score: candidate,
-                        starts_at: start as u32,
-                        piece,
-                    };
+                if candidate > scores[end] {
+                    scores[end] = candidate;
+                    lasts[end] = (start as u32, piece);
                 }
             };
             // The walk through the character's own bytes, then beyond it:
@@ -130,14 +124,10 @@ impl UnigramModel {
                 }
             }
             if !has_single {
-                let target = &mut best[char_end];
                 let candidate = unk_score + till_here;
-                if target.starts_at == u32::MAX || candidate > target.score {
-                    *target = BestPath {
-                        score: candidate,
-                        starts_at: start as u32,
-                        piece: UNKNOWN,
-                    };
+                if lasts[char_end].0 == u32::MAX || candidate > scores[char_end] {
+                    scores[char_end] = candidate;
+                    lasts[char_end] = (start as u32, UNKNOWN);
                 }
             }
             start = char_end;
@@ -149,7 +139,7 @@ impl UnigramModel {
     fn best_pieces(
         &self,
         bytes: &[u8],
-        best: &[BestPath],
+        best: &BestPaths,
         spans: &mut Vec<Span>,
         out: &mut Vec<u32>,
     ) {
@@ -157,11 +147,11 @@ impl UnigramModel {
         spans.clear();
         let mut end = bytes.len();
         while end > 0 {
-            let node = best[end];
-            let begin = node.starts_at as usize;
+            let (begin, piece) = best.lasts[end];
+            let begin = begin as usize;
             match spans.last_mut() {
-                Some((UNKNOWN, span_begin, _)) if node.piece == UNKNOWN => *span_begin = begin,
-                _ => spans.push((node.piece, begin, end)),
+                Some((UNKNOWN, span_begin, _)) if piece == UNKNOWN => *span_begin = begin,
+                _ => spans.push((piece, begin, end)),
             }
             end = begin;
         }
