@@ -52,8 +52,9 @@ struct BestPaths {
     /// -inf while no path ends here: any piece's first candidate wins, as
     /// SentencePiece's "no path yet" does (scores are finite).
     scores: Vec<f32>,
-    /// (where the last piece starts, its trie unit or `UNKNOWN`); the start
-    /// is `u32::MAX` while no path ends here.
+    /// (where the last piece starts, its trie unit or `UNKNOWN`), written
+    /// with the score: entries of earlier texts are never read, since the
+    /// backtrack only visits ends with a path.
     lasts: Vec<(u32, u32)>,
 }
 
@@ -76,8 +77,9 @@ impl UnigramModel {
         let n = bytes.len();
         best.scores.clear();
         best.scores.resize(n + 1, f32::NEG_INFINITY);
-        best.lasts.clear();
-        best.lasts.resize(n + 1, (u32::MAX, UNKNOWN));
+        if best.lasts.len() <= n {
+            best.lasts.resize(n + 1, (0, UNKNOWN));
+        }
         best.scores[0] = 0.0;
         let BestPaths { scores, lasts } = best;
         let unk_score = self.min_score - UNK_PENALTY;
@@ -125,7 +127,9 @@ impl UnigramModel {
             }
             if !has_single {
                 let candidate = unk_score + till_here;
-                if lasts[char_end].0 == u32::MAX || candidate > scores[char_end] {
+                // (SentencePiece also takes the unknown piece where no path
+                // ends yet: a finite candidate beats -inf just the same.)
+                if candidate > scores[char_end] {
                     scores[char_end] = candidate;
                     lasts[char_end] = (start as u32, UNKNOWN);
                 }
