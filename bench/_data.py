@@ -512,3 +512,34 @@ def run_encode_phase(args, load_encoders: Callable[[bool], dict], reference: str
             if name != reference
         }
     emit({"bytes": utf8_len(docs), "docs": len(docs), "load": [load0, os.getloadavg()[0]], "walls": walls, "exact": exact})
+
+def print_encode_results(results: dict, libs: Sequence[str], reference: str, args, what: str) -> None:
+    """The table of an encoding benchmark (``encode_rounds``' results): MB/s
+    and the ratio to ``reference`` per phase and input, and whether the ids
+    equal the reference's. ``what`` opens the title."""
+
+    def cell(phase: str, which: str, name: str) -> str:
+        rounds = results[phase, which]
+        walls = [r["walls"][name] for r in rounds]
+        mbps = rounds[0]["bytes"] / MB / median(walls)
+        ratio = speedup([r["walls"][reference] for r in rounds], walls)
+        return f"{mbps:.1f} ({ratio:.2f}×)"
+
+    rows = []
+    for name in libs:
+        row = [name] + [cell(phase, which, name) for phase in ENCODE_PHASES for which in ENCODE_INPUTS]
+        if name == reference:
+            row.append("reference")
+        else:
+            bad = [results[k][0]["exact"][name] for k in results]
+            ids, docs = sum(b["ids"] for b in bad), sum(b["docs"] for b in bad)
+            row.append("yes" if not ids and not docs else f"no: {ids:,} ids in {docs:,} docs")
+        rows.append(row)
+    multi = "all of each" if args.multi_mb is None else f"first {args.multi_mb:g} MB of each"
+    print_table(
+        f"{what}, MB/s (× {reference}) — en = first {args.en_mb:g} MB of en_100MB.txt; "
+        f"multi = {multi} of {', '.join(LANGS)}; median of {args.runs} rounds",
+        ["library", "en, 1 thread", "multi, 1 thread", "en, batch 2 threads", "multi, batch 2 threads", f"ids equal {reference}'" + ("" if reference.endswith("s") else "s")],
+        rows,
+        markdown=True,
+    )

@@ -29,8 +29,6 @@ from pathlib import Path
 import _data
 
 LIBS = ("tokenizers", "polytok", "tokie")
-INPUTS = _data.ENCODE_INPUTS
-PHASES = _data.ENCODE_PHASES
 
 
 def bert_files() -> tuple[Path, Path]:
@@ -103,31 +101,7 @@ def main() -> None:
 
     results = _data.encode_rounds(__file__, args, libs, "wordpiece")
 
-    def cell(phase: str, which: str, name: str) -> str:
-        rounds = results[phase, which]
-        walls = [r["walls"][name] for r in rounds]
-        mbps = rounds[0]["bytes"] / _data.MB / _data.median(walls)
-        ratio = _data.speedup([r["walls"]["tokenizers"] for r in rounds], walls)
-        return f"{mbps:.1f} ({ratio:.2f}×)"
-
-    rows = []
-    for name in libs:
-        row = [name] + [cell(phase, which, name) for phase in PHASES for which in INPUTS]
-        if name == "tokenizers":
-            row.append("reference")
-        else:
-            bad = [results[k][0]["exact"][name] for k in results]
-            ids, docs = sum(b["ids"] for b in bad), sum(b["docs"] for b in bad)
-            row.append("yes" if not ids and not docs else f"no: {ids:,} ids in {docs:,} docs")
-        rows.append(row)
-    multi = "all of each" if args.multi_mb is None else f"first {args.multi_mb:g} MB of each"
-    _data.print_table(
-        f"BERT uncased encode, first pass, MB/s (× tokenizers) — en = first {args.en_mb:g} MB of en_100MB.txt; "
-        f"multi = {multi} of {', '.join(_data.LANGS)}; median of {args.runs} rounds",
-        ["library", "en, 1 thread", "multi, 1 thread", "en, batch 2 threads", "multi, batch 2 threads", "ids equal tokenizers'"],
-        rows,
-        markdown=True,
-    )
+    _data.print_encode_results(results, libs, "tokenizers", args, "BERT uncased encode, first pass")
     long_words(args.runs)
 
 
