@@ -216,13 +216,6 @@ impl UnigramModel {
         }
     }
 
-    /// The text as the model sees it (see [`prepare_text`]).
-    pub fn prepare(&self, text: &str) -> String {
-        let mut out = String::with_capacity(text.len() + 3);
-        prepare_text(text, self.whitespace, &mut out);
-        out
-    }
-
     /// The ids of `text`'s best segmentation.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::with_capacity(text.len() / 4 + 1);
@@ -399,11 +392,22 @@ mod tests {
     #[test]
     fn whitespace_as_sentencepiece() {
         let m = model(&[("a", -1.0)], false);
-        assert_eq!(m.prepare("  a   b  "), "▁a▁b");
-        assert_eq!(m.prepare("a▁"), "▁a");
-        assert_eq!(m.prepare("▁"), "");
-        assert_eq!(m.prepare("a ▁ b"), "▁a▁▁▁b");
-        assert_eq!(m.prepare("a\tb"), "▁a\tb");
+        let cases = [
+            ("  a   b  ", "▁a▁b"),
+            ("a▁", "▁a"),
+            ("▁", ""),
+            ("a ▁ b", "▁a▁▁▁b"),
+            ("a\tb", "▁a\tb"),
+        ];
+        for (text, expected) in cases {
+            let mut prepared = String::new();
+            prepare_text(text, Whitespace::default(), &mut prepared);
+            assert_eq!(prepared, expected, "{text:?}");
+            // The encoder walks the same text with spaces as ' '.
+            let mut walked = String::new();
+            m.walk_text(text, &mut walked);
+            assert_eq!(walked, expected.replace(SPACE_SYMBOL, " "), "{text:?}");
+        }
         assert!(has_double_space(b"ab  c") && has_double_space(&[b' '; 2]));
         assert!(!has_double_space(b" a b ") && !has_double_space(b" ") && !has_double_space(b""));
         let long = format!("{}  ", "a b".repeat(100));
