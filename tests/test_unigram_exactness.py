@@ -89,9 +89,13 @@ def test_spaces_without_a_space_piece(tmp_path, models):
     changed = polytok.UnigramTokenizer.load(tmp_path / "e.json")
     changed.save_sentencepiece(tmp_path / "e.model")
     reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "e.model"))
-    for line in ["a b", "  two  spaces ", "▁ and ▁▁", "x" * 5 + " " + "ꙮ " * 3]:
+    lines = ["a b", "  two  spaces ", "▁ and ▁▁", "x" * 5 + " " + "ꙮ " * 3]
+    for line in lines:
         assert changed.encode(line) == reference.encode(line), line
         assert changed.decode(changed.encode(line)) == reference.decode(reference.encode(line))
+    # The lone spaces really are unknown: `▁`'s first byte, or <unk>.
+    unknown = changed.token_to_id("<0xE2>") if changed.byte_fallback else changed.token_to_id("<unk>")
+    assert unknown in changed.encode("▁ and ▁▁")
 
 
 def test_bad_model_files(tmp_path):
