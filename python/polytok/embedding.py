@@ -58,7 +58,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import NamedTuple, Protocol
