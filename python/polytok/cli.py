@@ -380,8 +380,12 @@ def embed(tokenizer_path, pattern, cased, text, dim, positions, heads, max_lengt
                 raise click.UsageError(f"{weights} holds vectors of {table.d_model} floats, not --dim {dim}")
         else:
             table = emb.TokenEmbedding(tokenizer, dim, seed=seed, scale=scale)
-        added = {"sinusoidal": emb.SinusoidalPositions(dim), "learned": emb.LearnedPositions(max_length, dim, seed=seed)}
-        vectors, mask = table.embed(ids, positions=added.get(positions))
+        # Only the positions asked for are made (a learned table is max_length × dim).
+        added = {
+            "sinusoidal": lambda: emb.SinusoidalPositions(dim),
+            "learned": lambda: emb.LearnedPositions(max_length, dim, seed=seed),
+        }.get(positions, lambda: None)()
+        vectors, mask = table.embed(ids, positions=added)
         summary = Table.grid(padding=(0, 2))
         summary.add_row("tokens", ", ".join(str(len(i)) for i in ids) + f" (vocabulary of {table.vocab_size})")
         summary.add_row("vectors", f"{vectors.shape} float32, attention mask {mask.shape} with {int(mask.sum())} real tokens")
@@ -399,8 +403,8 @@ def embed(tokenizer_path, pattern, cased, text, dim, positions, heads, max_lengt
             alibi = emb.ALiBi(heads)
             summary.add_row("alibi", f"bias {alibi.bias(mask.shape[1]).shape}, slopes " + ", ".join(f"{s:.4g}" for s in alibi.slopes))
             plotted = alibi
-        elif positions != "none":
-            plotted = added[positions]
+        else:
+            plotted = added
         real = shown[where]
         if real.size:
             summary.add_row(
