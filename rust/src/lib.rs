@@ -10,11 +10,13 @@
 //! - [`wordpiece`]: BERT's model, its encoder (linear time) and files, with
 //!   [`bert_text`]: BERT's normalization and word splitting;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
-//!   names; [`trie`]: longest-prefix matching over tokens.
+//!   names; [`trie`]: longest-prefix matching over tokens;
+//! - [`batch`]: batch encoding on all cores, for every model.
 //!
 //! The Python bindings live in one place, `python.rs`, behind the `python`
 //! feature; everything else is plain Rust and tested with `cargo test`.
 
+pub mod batch;
 pub mod bert_text;
 pub mod bpe;
 pub mod byte_alphabet;

@@ -10,8 +10,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
-use rayon::prelude::*;
 
+use crate::batch::{self, IdRuns};
 use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
@@ -340,41 +340,37 @@ fn encode_list<'py>(
     })
 }
 
-/// Texts per chunk of a batch, at least.
-const BATCH_CHUNK: usize = 64;
-
 /// `encode_batch` of any model, without the GIL: chunks of texts are
-/// encoded on all cores, and the thread that encoded a chunk then takes the
-/// GIL to turn it into Python lists, while the other threads go on
-/// encoding. The list building, which only one thread can do at a time,
-/// overlaps the encoding instead of following it.
+/// encoded on all cores (`encode_texts`, see `batch::encode_chunks`), and
+/// the thread that encoded a chunk then takes the GIL to turn it into
+/// Python lists, while the other threads go on encoding. The list
+/// building, which only one thread can do at a time, overlaps the encoding
+/// instead of following it.
 fn encode_batch_lists<'py>(
     py: Python<'py>,
     ints: &Ints,
     texts: &[Bound<'_, PyString>],
     allowed_special: Option<&Bound<'_, PyAny>>,
-    encode_batch: impl Fn(&[&str], &AllowedSpecial) -> Result<Vec<Vec<u32>>, Error> + Sync,
+    encode_texts: impl Fn(&[&str], &AllowedSpecial, &mut IdRuns) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyList>> {
     let allowed = allowed_special_tokens(allowed_special)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let chunk_len = (texts.len() / (8 * rayon::current_num_threads())).max(BATCH_CHUNK);
     let _paused = GcPause::new(py)?;
-    let chunks: Vec<PyResult<Vec<Py<PyList>>>> = py.detach(|| {
-        texts
-            .par_chunks(chunk_len)
-            .map(|chunk| {
-                let batch = encode_batch(chunk, &allowed).map_err(to_py)?;
+    let chunks = py.detach(|| {
+        batch::encode_chunks(
+            &texts,
+            |chunk, runs| encode_texts(chunk, &allowed, runs),
+            |runs| {
                 Python::attach(|py| {
-                    batch
-                        .iter()
+                    runs.iter()
                         .map(|ids| ints.list(py, ids).map(Bound::unbind))
-                        .collect()
+                        .collect::<PyResult<Vec<_>>>()
                 })
-            })
-            .collect()
+            },
+        )
     });
     let mut lists = Vec::with_capacity(texts.len());
-    for chunk in chunks {
+    for chunk in chunks.map_err(to_py)? {
         lists.extend(chunk?);
     }
     PyList::new(py, lists)
@@ -481,8 +477,8 @@ impl Bpe {
         texts: Vec<Bound<'_, PyString>>,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a| {
-            self.model.encode_batch(t, a)
+        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a, runs| {
+            self.model.encode_texts(t, a, runs)
         })
     }
 
@@ -658,8 +654,8 @@ impl WordPiece {
         texts: Vec<Bound<'_, PyString>>,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a| {
-            self.model.encode_batch(t, a)
+        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a, runs| {
+            self.model.encode_texts(t, a, runs)
         })
     }
 
@@ -813,8 +809,8 @@ impl Unigram {
         py: Python<'py>,
         texts: Vec<Bound<'_, PyString>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, None, |t, _| {
-            Ok(self.model.encode_batch(t))
+        encode_batch_lists(py, &self.ints, &texts, None, |t, _, runs| {
+            self.model.encode_texts(t, runs)
         })
     }
 

@@ -21,10 +21,10 @@ use std::collections::BinaryHeap;
 
 use aho_corasick::AhoCorasick;
 use hashbrown::HashTable;
-use rayon::prelude::*;
 
 use super::backtrack::PairMemo;
 use super::{AllowedSpecial, BpeModel};
+use crate::batch::{self, IdRuns};
 use crate::error::Result;
 use crate::pair_index::pair_key;
 use crate::vocab::{hash_bytes, split_special, Segment};
@@ -155,7 +155,9 @@ impl BpeModel {
     /// Encodes `text`, recognizing the allowed special tokens.
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
         let matcher = self.allowed_matcher(allowed)?;
-        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state))
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state, &mut out))?;
+        Ok(out)
     }
 
     /// Runs `f` with this thread's encoding state, reset if it belonged to
@@ -175,22 +177,24 @@ impl BpeModel {
         })
     }
 
-    /// Encodes many texts on all cores, each worker a run of texts.
+    /// Encodes many texts on all cores.
     pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
+        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, allowed, runs))
+    }
+
+    /// Appends the ids of each text to `runs`, on this thread.
+    pub fn encode_texts(
+        &self,
+        texts: &[&str],
+        allowed: &AllowedSpecial,
+        runs: &mut IdRuns,
+    ) -> Result<()> {
         let matcher = self.allowed_matcher(allowed)?;
-        let runs = 4 * rayon::current_num_threads();
-        let run_len = texts.len().div_ceil(runs).max(1);
-        let encoded: Vec<Vec<Vec<u32>>> = texts
-            .par_chunks(run_len)
-            .map(|run| {
-                self.with_state(|state| {
-                    run.iter()
-                        .map(|text| self.encode_with(text, matcher.as_deref(), state))
-                        .collect::<Result<Vec<_>>>()
-                })
+        self.with_state(|state| {
+            texts.iter().try_for_each(|text| {
+                runs.push(|out| self.encode_with(text, matcher.as_deref(), state, out))
             })
-            .collect::<Result<_>>()?;
-        Ok(encoded.into_iter().flatten().collect())
+        })
     }
 
     fn encode_with(
@@ -198,17 +202,16 @@ impl BpeModel {
         text: &str,
         special: Option<&AhoCorasick>,
         state: &mut EncodeState,
-    ) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         split_special(text, special, |segment| match segment {
-            Segment::Text(text) => self.encode_ordinary_into(text, &mut out, state),
+            Segment::Text(text) => self.encode_ordinary_into(text, out, state),
             Segment::Special(token) => {
                 let id = self.special.id(token);
                 out.push(id.expect("the matcher holds special tokens only"));
                 Ok(())
             }
-        })?;
-        Ok(out)
+        })
     }
 
     fn encode_ordinary_into(

@@ -17,8 +17,8 @@ mod trainer;
 pub use seeds::PieceRules;
 pub use trainer::{train, UnigramTrainerSettings};
 
-use rayon::prelude::*;
 
+use crate::batch::{self, IdRuns};
 use crate::error::{Error, Result};
 
 /// SentencePiece's piece types (the values of its `.model` files; in
@@ -237,8 +237,21 @@ impl UnigramModel {
         })
     }
 
+    /// Encodes many texts on all cores.
     pub fn encode_batch(&self, texts: &[&str]) -> Vec<Vec<u32>> {
-        texts.par_iter().map(|text| self.encode(text)).collect()
+        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, runs))
+            .expect("Unigram encoding does not fail")
+    }
+
+    /// Appends the ids of each text to `runs`, on this thread. (It never
+    /// fails; the `Result` is the batch interface every model shares.)
+    pub fn encode_texts(&self, texts: &[&str], runs: &mut IdRuns) -> Result<()> {
+        texts.iter().try_for_each(|text| {
+            runs.push(|out| {
+                self.encode_into(text, out);
+                Ok(())
+            })
+        })
     }
 
     /// The text of `ids`, as SentencePiece decodes it: `▁` back to spaces,

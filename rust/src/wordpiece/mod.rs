@@ -12,8 +12,8 @@ pub use trainer::{train, WordPieceTrainerSettings};
 use std::cell::RefCell;
 
 use aho_corasick::AhoCorasick;
-use rayon::prelude::*;
 
+use crate::batch::{self, IdRuns};
 use crate::bert_text::{for_each_word, BertNormalizer};
 use crate::error::{Error, Result};
 use crate::vocab::{
@@ -131,28 +131,35 @@ impl WordPieceModel {
 
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
         let matcher = self.allowed_matcher(allowed)?;
-        Ok(NORMALIZED
-            .with(|buffer| self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut())))
+        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        NORMALIZED.with(|buffer| {
+            self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut(), &mut out)
+        });
+        Ok(out)
     }
 
     /// Encodes many texts on all cores.
     pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
+        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, allowed, runs))
+    }
+
+    /// Appends the ids of each text to `runs`, on this thread.
+    pub fn encode_texts(
+        &self,
+        texts: &[&str],
+        allowed: &AllowedSpecial,
+        runs: &mut IdRuns,
+    ) -> Result<()> {
         let matcher = self.allowed_matcher(allowed)?;
-        let matcher = matcher.as_deref();
-        let runs = 4 * rayon::current_num_threads();
-        let run_len = texts.len().div_ceil(runs).max(1);
-        let encoded: Vec<Vec<Vec<u32>>> = texts
-            .par_chunks(run_len)
-            .map(|run| {
-                NORMALIZED.with(|buffer| {
-                    let mut buffer = buffer.borrow_mut();
-                    run.iter()
-                        .map(|text| self.encode_with(text, matcher, &mut buffer))
-                        .collect()
+        NORMALIZED.with(|buffer| {
+            let buffer = &mut *buffer.borrow_mut();
+            texts.iter().try_for_each(|text| {
+                runs.push(|out| {
+                    self.encode_with(text, matcher.as_deref(), buffer, out);
+                    Ok(())
                 })
             })
-            .collect();
-        Ok(encoded.into_iter().flatten().collect())
+        })
     }
 
     fn allowed_matcher(
@@ -171,15 +178,15 @@ impl WordPieceModel {
         text: &str,
         special: Option<&AhoCorasick>,
         normalized: &mut String,
-    ) -> Vec<u32> {
-        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        out: &mut Vec<u32>,
+    ) {
         let done: std::result::Result<(), std::convert::Infallible> =
             split_special(text, special, |segment| {
                 match segment {
                     Segment::Text(text) => {
                         normalized.clear();
                         self.settings.normalizer.normalize_into(text, normalized);
-                        for_each_word(normalized, |word| self.encode_word(word, &mut out));
+                        for_each_word(normalized, |word| self.encode_word(word, out));
                     }
                     Segment::Special(token) => out.push(
                         self.special_id(token)
@@ -189,7 +196,6 @@ impl WordPieceModel {
                 Ok(())
             });
         let Ok(()) = done;
-        out
     }
 
     #[inline]
