@@ -17,7 +17,6 @@ mod trainer;
 pub use seeds::PieceRules;
 pub use trainer::{train, UnigramTrainerSettings};
 
-
 use crate::batch::{self, IdRuns};
 use crate::error::{Error, Result};
 
@@ -305,28 +304,32 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     if ws.add_dummy_prefix {
         out.push_str(space);
     }
-    let unchanged =
-        !input.is_empty() && !input.ends_with(' ') && !has_double_space(input.as_bytes());
-    if !ws.escape && ws.remove_extra && unchanged {
-        // Nothing to change: the common case when spaces stay spaces.
-        out.push_str(input);
-        return;
-    }
-    // Copy the runs between spaces whole; each run of spaces becomes one
-    // (or, keeping extra spaces, as many).
-    let mut rest = input;
-    while let Some(at) = memchr::memchr(b' ', rest.as_bytes()) {
-        out.push_str(&rest[..at]);
-        let run = rest.as_bytes()[at..]
-            .iter()
-            .take_while(|&&b| b == b' ')
-            .count();
-        for _ in 0..if ws.remove_extra { 1 } else { run } {
-            out.push_str(space);
+    if ws.escape || !ws.remove_extra {
+        // Copy the runs between spaces whole; each run of spaces becomes one
+        // `space` (or, keeping extra spaces, as many).
+        let mut rest = input;
+        while let Some(at) = memchr::memchr(b' ', rest.as_bytes()) {
+            out.push_str(&rest[..at]);
+            let run = rest.as_bytes()[at..]
+                .iter()
+                .take_while(|&&b| b == b' ')
+                .count();
+            for _ in 0..if ws.remove_extra { 1 } else { run } {
+                out.push_str(space);
+            }
+            rest = &rest[at + run..];
         }
-        rest = &rest[at + run..];
+        out.push_str(rest);
+    } else {
+        // Spaces stay spaces: only runs of them change, and ordinary text has
+        // few, so the text between them is copied whole.
+        let mut rest = input;
+        while let Some(at) = find_double_space(rest.as_bytes()) {
+            out.push_str(&rest[..=at]);
+            rest = rest[at..].trim_start_matches(' ');
+        }
+        out.push_str(rest);
     }
-    out.push_str(rest);
     if ws.remove_extra {
         while out.ends_with(space) {
             out.truncate(out.len() - space.len());
@@ -334,19 +337,27 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     }
 }
 
-/// Whether `bytes` holds two spaces in a row. Blocks are scanned without
-/// an early exit, which vectorizes: a substring search would stop at
-/// every space of ordinary text.
-fn has_double_space(bytes: &[u8]) -> bool {
+/// Where `bytes` first holds two spaces in a row. Blocks are scanned
+/// without an early exit, which vectorizes (a substring search for two
+/// spaces, a needle of common bytes, goes byte by byte).
+fn find_double_space(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 64;
     let (Some(first), Some(second)) = (bytes.get(..bytes.len().saturating_sub(1)), bytes.get(1..))
     else {
-        return false;
+        return None;
     };
-    first.chunks(64).zip(second.chunks(64)).any(|(a, b)| {
-        a.iter()
-            .zip(b)
-            .fold(false, |found, (&x, &y)| found | ((x == b' ') & (y == b' ')))
-    })
+    let is_double = |(&x, &y): (&u8, &u8)| (x == b' ') & (y == b' ');
+    first
+        .chunks(BLOCK)
+        .zip(second.chunks(BLOCK))
+        .enumerate()
+        .find_map(|(block, (a, b))| {
+            let found = a
+                .iter()
+                .zip(b)
+                .fold(false, |found, pair| found | is_double(pair));
+            found.then(|| block * BLOCK + a.iter().zip(b).position(is_double).expect("found"))
+        })
 }
 
 /// The words of a prepared text, for training: each starts at a `▁` (the
@@ -421,10 +432,13 @@ mod tests {
             m.walk_text(text, &mut walked);
             assert_eq!(walked, expected.replace(SPACE_SYMBOL, " "), "{text:?}");
         }
-        assert!(has_double_space(b"ab  c") && has_double_space(&[b' '; 2]));
-        assert!(!has_double_space(b" a b ") && !has_double_space(b" ") && !has_double_space(b""));
+        assert_eq!(find_double_space(b"ab  c"), Some(2));
+        assert_eq!(find_double_space(&[b' '; 2]), Some(0));
+        for text in [&b" a b "[..], b" ", b""] {
+            assert_eq!(find_double_space(text), None);
+        }
         let long = format!("{}  ", "a b".repeat(100));
-        assert!(has_double_space(long.as_bytes()));
+        assert_eq!(find_double_space(long.as_bytes()), Some(300));
         // Spaces kept as spaces (the encoder's walk text), same rules.
         let plain = Whitespace {
             escape: false,
