@@ -457,6 +457,60 @@ mod tests {
         }
     }
 
+    /// Every short text over a few characters, prepared with each setting,
+    /// against the rules written plainly (split on spaces, rejoin).
+    #[test]
+    fn whitespace_rules_exhaustively() {
+        let m = model(&[("a", -1.0)], false);
+        let alphabet = ['a', ' ', '▁', '\t'];
+        let mut texts = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |&c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        texts.push(format!("{}  b ", "a ".repeat(70)));
+        for text in &texts {
+            for (remove_extra, add_dummy_prefix, escape) in
+                (0..8).map(|bits| (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0))
+            {
+                let ws = Whitespace {
+                    remove_extra,
+                    add_dummy_prefix,
+                    escape,
+                };
+                let space = if escape { "▁" } else { " " };
+                let expected = if remove_extra {
+                    let words: Vec<&str> = text.split(' ').filter(|w| !w.is_empty()).collect();
+                    let joined = words.join(space);
+                    let prefixed = if add_dummy_prefix && !joined.is_empty() {
+                        format!("{space}{joined}")
+                    } else {
+                        joined
+                    };
+                    prefixed.trim_end_matches(space).to_owned()
+                } else {
+                    let prefix = if add_dummy_prefix { space } else { "" };
+                    format!("{prefix}{}", text.replace(' ', space))
+                };
+                let mut out = String::new();
+                prepare_text(text, ws, &mut out);
+                assert_eq!(
+                    out, expected,
+                    "{text:?} {remove_extra} {add_dummy_prefix} {escape}"
+                );
+            }
+            // The walk text is the prepared text with `▁` as a space.
+            let mut prepared = String::new();
+            prepare_text(text, Whitespace::default(), &mut prepared);
+            let mut walked = String::new();
+            m.walk_text(text, &mut walked);
+            assert_eq!(walked, prepared.replace(SPACE_SYMBOL, " "), "{text:?}");
+        }
+    }
+
     #[test]
     fn best_path_unknown_runs_and_bytes() {
         let m = model(
