@@ -35,6 +35,10 @@ def test_decode_inverts_encode_for_every_pattern(text, pattern):
 def test_batch_equals_single(small, sample_corpus):
     assert small.encode_batch(sample_corpus) == [small.encode(line) for line in sample_corpus]
     assert small.encode_batch([]) == []
+    # Any iterable of texts; a text that is not a string is named.
+    assert small.encode_batch(iter(sample_corpus[:3])) == small.encode_batch(sample_corpus[:3])
+    with pytest.raises(TypeError, match=r"texts\[1\] is bytes, not str"):
+        small.encode_batch(["a", b"b"])
 
 
 def test_cache_never_changes_results(small, sample_corpus):

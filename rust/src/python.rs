@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 
@@ -159,7 +161,8 @@ impl PieceCounter {
 
     /// Counts a batch of texts on all cores (each text on its own: pieces
     /// never span two texts).
-    fn add_texts(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+    fn add_texts(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<()> {
+        let texts = strings(texts)?;
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         let counts = py
             .detach(|| self.counter.count_texts(&texts))
@@ -340,6 +343,24 @@ fn encode_list<'py>(
     })
 }
 
+/// The items of a list of texts as strings; a `TypeError` names the first
+/// item that is not one.
+fn strings<'py>(texts: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyString>>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            item.cast_into::<PyString>().map_err(|err| {
+                let type_name = err.into_inner().get_type().name().map(|n| n.to_string());
+                PyTypeError::new_err(format!(
+                    "texts[{i}] is {}, not str",
+                    type_name.as_deref().unwrap_or("not a string")
+                ))
+            })
+        })
+        .collect()
+}
+
 /// `encode_batch` of any model, without the GIL: chunks of texts are
 /// encoded on all cores (`encode_texts`, see `batch::encode_chunks`), and
 /// the thread that encoded a chunk then takes the GIL to turn it into
@@ -349,11 +370,12 @@ fn encode_list<'py>(
 fn encode_batch_lists<'py>(
     py: Python<'py>,
     ints: &Ints,
-    texts: &[Bound<'_, PyString>],
+    texts: &Bound<'_, PyList>,
     allowed_special: Option<&Bound<'_, PyAny>>,
     encode_texts: impl Fn(&[&str], &AllowedSpecial, &mut IdRuns) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyList>> {
     let allowed = allowed_special_tokens(allowed_special)?;
+    let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
     let _paused = GcPause::new(py)?;
     let chunks = py.detach(|| {
@@ -474,10 +496,10 @@ impl Bpe {
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<Bound<'_, PyString>>,
+        texts: &Bound<'_, PyList>,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a, runs| {
+        encode_batch_lists(py, &self.ints, texts, allowed_special, |t, a, runs| {
             self.model.encode_texts(t, a, runs)
         })
     }
@@ -651,10 +673,10 @@ impl WordPiece {
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<Bound<'_, PyString>>,
+        texts: &Bound<'_, PyList>,
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, allowed_special, |t, a, runs| {
+        encode_batch_lists(py, &self.ints, texts, allowed_special, |t, a, runs| {
             self.model.encode_texts(t, a, runs)
         })
     }
@@ -807,9 +829,9 @@ impl Unigram {
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<Bound<'_, PyString>>,
+        texts: &Bound<'_, PyList>,
     ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, &texts, None, |t, _, runs| {
+        encode_batch_lists(py, &self.ints, texts, None, |t, _, runs| {
             self.model.encode_texts(t, runs)
         })
     }
