@@ -6,8 +6,9 @@
 'lowest'
 """
 
+from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
-import json
+from polytok._files import read_text, read_tokenizer
 
 from polytok.bpe import BPETokenizer
 from polytok.pretokenize import PRESETS, pattern_regex, pretokenize
@@ -51,13 +52,10 @@ def __getattr__(name: str) -> object:
 
 def load(path: str) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:
     """Load a tokenizer saved by polytok (``.json``), whatever its model."""
-    with open(path, "rb") as f:
-        try:
-            model = json.loads(f.read()).get("model")
-        except (ValueError, AttributeError):
-            model = None  # The loader of BPE files reports what is wrong.
-    if model == "wordpiece":
-        return WordPieceTokenizer.load(path)
-    if model == "unigram":
-        return UnigramTokenizer.load(path)
-    return BPETokenizer.load(path)
+    text = read_text(path, "a polytok tokenizer file")
+    # Not a polytok file: the loader of BPE files reports what is wrong.
+    kind, core = {
+        "wordpiece": (WordPieceTokenizer, _core.WordPiece),
+        "unigram": (UnigramTokenizer, _core.Unigram),
+    }.get(_core.file_model(text), (BPETokenizer, _core.Bpe))
+    return kind(*read_tokenizer(path, core, text))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import tempfile
 from collections.abc import Iterable
@@ -75,3 +76,13 @@ def read_text(path: PathLike, what: str, encoding: str = "utf-8") -> str:
             return f.read()
         except UnicodeDecodeError as e:
             raise _core.TokenizerFileError(f"{os.fspath(path)}: not {what} (not {encoding.upper()})") from e
+
+
+def read_tokenizer(path: PathLike, core_type: type, text: str | None = None) -> tuple[object, dict | None]:
+    """The Rust model of a polytok JSON tokenizer file (``core_type``:
+    ``_core.Bpe``, ``_core.WordPiece`` or ``_core.Unigram``) and its training
+    record; ``text``: the file's contents, if already read."""
+    if text is None:
+        text = read_text(path, "a polytok tokenizer file")
+    core, training = core_type.from_json(text, os.fspath(path))
+    return core, json.loads(training) if training else None

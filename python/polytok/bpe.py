@@ -9,7 +9,7 @@ from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._files import PathLike, atomic_write, read_text
+from polytok._files import PathLike, atomic_write, read_text, read_tokenizer
 from polytok._progress import progress_callback, wanted
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -116,9 +116,7 @@ class BPETokenizer:
     @classmethod
     def load(cls, path: PathLike) -> BPETokenizer:
         """Load a tokenizer saved with :meth:`save`."""
-        text = read_text(path, "a polytok tokenizer file")
-        core, training = _core.Bpe.from_json(text, os.fspath(path))
-        return cls(core, json.loads(training) if training else None)
+        return cls(*read_tokenizer(path, _core.Bpe))
 
     def save(self, path: PathLike) -> None:
         """Save as polytok JSON, atomically."""

@@ -12,7 +12,7 @@ from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._files import PathLike, atomic_write, read_text
+from polytok._files import PathLike, atomic_write, read_tokenizer
 from polytok._progress import progress_callback, wanted
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -152,9 +152,7 @@ class UnigramTokenizer:
     @classmethod
     def load(cls, path: PathLike) -> UnigramTokenizer:
         """Load a tokenizer saved with :meth:`save`."""
-        text = read_text(path, "a polytok tokenizer file")
-        core, training = _core.Unigram.from_json(text, os.fspath(path))
-        return cls(core, json.loads(training) if training else None)
+        return cls(*read_tokenizer(path, _core.Unigram))
 
     def save(self, path: PathLike) -> None:
         """Save as polytok JSON (pieces, scores, types, settings, training

@@ -881,6 +881,13 @@ fn pattern_regex(pattern: &str) -> Option<String> {
     Pattern::parse(pattern).regex().map(str::to_owned)
 }
 
+/// The model of a polytok JSON file's text, or `None` (see
+/// `model_file::model_of`).
+#[pyfunction]
+fn file_model(json: &str) -> Option<String> {
+    crate::model_file::model_of(json)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PieceCounter>()?;
@@ -889,6 +896,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Unigram>()?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
+    m.add_function(wrap_pyfunction!(file_model, m)?)?;
     m.add("PolytokError", m.py().get_type::<PolytokError>())?;
     m.add("CorpusError", m.py().get_type::<CorpusError>())?;
     m.add(
