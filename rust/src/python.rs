@@ -487,8 +487,7 @@ impl Bpe {
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
-            *ids = self.model.encode(t, a)?;
-            Ok(())
+            self.model.encode_into(t, a, ids)
         })
     }
 
@@ -664,8 +663,7 @@ impl WordPiece {
         allowed_special: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
-            *ids = self.model.encode(t, a)?;
-            Ok(())
+            self.model.encode_into(t, a, ids)
         })
     }
 

@@ -154,10 +154,21 @@ impl BpeModel {
 
     /// Encodes `text`, recognizing the allowed special tokens.
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
-        let matcher = self.allowed_matcher(allowed)?;
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state, &mut out))?;
+        self.encode_into(text, allowed, &mut out)?;
         Ok(out)
+    }
+
+    /// Appends the ids of `text` to `out`, recognizing the allowed special
+    /// tokens.
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: &AllowedSpecial,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let matcher = self.allowed_matcher(allowed)?;
+        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state, out))
     }
 
     /// Runs `f` with this thread's encoding state, reset if it belonged to

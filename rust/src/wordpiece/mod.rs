@@ -130,12 +130,23 @@ impl WordPieceModel {
     }
 
     pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
-        let matcher = self.allowed_matcher(allowed)?;
         let mut out = Vec::with_capacity(text.len() / 4 + 1);
-        NORMALIZED.with(|buffer| {
-            self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut(), &mut out)
-        });
+        self.encode_into(text, allowed, &mut out)?;
         Ok(out)
+    }
+
+    /// Appends the ids of `text` to `out`.
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: &AllowedSpecial,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let matcher = self.allowed_matcher(allowed)?;
+        NORMALIZED.with(|buffer| {
+            self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut(), out)
+        });
+        Ok(())
     }
 
     /// Encodes many texts on all cores.
