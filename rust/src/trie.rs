@@ -26,6 +26,47 @@ struct Node {
     dense: u32,
 }
 
+/// The keys as a plain tree, built from keys in sorted order: each key
+/// shares the path of the one before for their common prefix and adds its
+/// own nodes after it, so children come in byte order and no map of edges
+/// is needed. Node 0 is the root; children come after their parent. (The
+/// tries here, and the Unigram encoder's, are laid out from it.)
+pub(crate) struct KeyTree<V> {
+    /// `(byte, child)` of each node.
+    pub children: Vec<Vec<(u8, u32)>>,
+    /// The value of the key that ends at each node, or the `empty` value.
+    pub values: Vec<V>,
+}
+
+impl<V: Copy> KeyTree<V> {
+    /// The tree of distinct, non-empty keys given in sorted order.
+    pub fn from_sorted<'k>(sorted: impl IntoIterator<Item = (&'k [u8], V)>, empty: V) -> Self {
+        let mut tree = KeyTree {
+            children: vec![Vec::new()],
+            values: vec![empty],
+        };
+        // The nodes along the previous key: path[d] is its prefix of length d.
+        let mut path: Vec<u32> = vec![0];
+        let mut previous: &[u8] = &[];
+        for (key, value) in sorted {
+            debug_assert!(previous < key, "keys must be sorted and distinct");
+            let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(common + 1);
+            for &byte in &key[common..] {
+                let parent = *path.last().expect("the root is always on the path");
+                let child = tree.children.len() as u32;
+                tree.children[parent as usize].push((byte, child));
+                tree.children.push(Vec::new());
+                tree.values.push(empty);
+                path.push(child);
+            }
+            tree.values[*path.last().expect("non-empty") as usize] = value;
+            previous = key;
+        }
+        tree
+    }
+}
+
 pub struct Trie {
     nodes: Vec<Node>,
     /// `(byte, child node)`, sorted by byte within each node.
@@ -38,30 +79,9 @@ impl Trie {
     /// A trie of `(key, value)` pairs; keys are non-empty and distinct. A
     /// key with the value `Trie::NO_VALUE` only makes its nodes exist.
     pub fn new<'k>(keys: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
-        // Built from the sorted keys: each key shares the path of the one
-        // before for their common prefix, and adds its own nodes after it;
-        // children then come in byte order, and no map of edges is needed.
         let mut sorted: Vec<(&[u8], u32)> = keys.into_iter().collect();
         sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut values: Vec<u32> = vec![NONE];
-        // The nodes along the previous key: path[d] is its prefix of length d.
-        let mut path: Vec<u32> = vec![0];
-        let mut previous: &[u8] = &[];
-        for (key, value) in sorted {
-            let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
-            path.truncate(common + 1);
-            for &byte in &key[common..] {
-                let parent = *path.last().expect("the root is always on the path");
-                let child = children.len() as u32;
-                children[parent as usize].push((byte, child));
-                children.push(Vec::new());
-                values.push(NONE);
-                path.push(child);
-            }
-            values[*path.last().expect("non-empty") as usize] = value;
-            previous = key;
-        }
+        let KeyTree { children, values } = KeyTree::from_sorted(sorted, NONE);
         // Number the nodes breadth-first: the short prefixes, which every
         // query reads, then sit together in memory.
         let mut order = Vec::with_capacity(children.len());

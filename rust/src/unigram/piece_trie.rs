@@ -23,6 +23,7 @@ use std::collections::BinaryHeap;
 
 use super::{Piece, PieceKind, SPACE_SYMBOL};
 use crate::error::{Error, Result};
+use crate::trie::KeyTree;
 
 /// The score of a node where no piece can be chosen: no piece ends there,
 /// or an unused one. Never better than a best path, so the encoder need not
@@ -95,7 +96,11 @@ impl PieceTrie {
             keys.push((key, id as u32, score));
         }
         keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let tree = Tree::new(&keys);
+        let tree = Tree::from_sorted(
+            keys.iter()
+                .map(|(key, id, score)| (key.as_slice(), Some((*id, *score)))),
+            None,
+        );
         Self::place(&tree)
     }
 
@@ -115,10 +120,10 @@ impl PieceTrie {
         // and below them. The nodes most walks pass then share the first
         // cache lines of the array. (The bits of a non-negative f64 order as
         // the number does.)
-        let weights = tree.weights();
-        let mut queue = BinaryHeap::from([(weights[0].to_bits(), 0usize, 0u32)]);
+        let weights = weights(tree);
+        let mut queue = BinaryHeap::from([(weights[0].to_bits(), 0u32, 0u32)]);
         while let Some((_, node, unit)) = queue.pop() {
-            let children = &tree.children[node];
+            let children = &tree.children[node as usize];
             let Some(&(first_byte, _)) = children.first() else {
                 continue;
             };
@@ -157,13 +162,13 @@ impl PieceTrie {
             units[unit as usize].link |= (base as u32) << BASE_SHIFT;
             for &(byte, child) in children {
                 let index = base + byte as usize;
-                let (id, score) = tree.values[child].unwrap_or((u32::MAX, NO_PIECE));
+                let (id, score) = tree.values[child as usize].unwrap_or((u32::MAX, NO_PIECE));
                 units[index] = Unit {
                     link: IN_USE | byte as u32,
                     score,
                 };
                 ids[index] = id;
-                queue.push((weights[child].to_bits(), child, index as u32));
+                queue.push((weights[child as usize].to_bits(), child, index as u32));
             }
         }
         // Point the leaves at a block of free units that no node's children
@@ -215,57 +220,22 @@ impl PieceTrie {
     }
 }
 
-/// The trie as a plain tree, built from the sorted keys: each key shares
-/// the path of the one before for their common prefix and adds its own
-/// nodes after it, so children come in byte order.
-struct Tree {
-    /// `(byte, child)` of each node; node 0 is the root.
-    children: Vec<Vec<(u8, usize)>>,
-    /// `(id, score)` of the piece that ends at each node.
-    values: Vec<Option<(u32, f32)>>,
-}
+/// The pieces as a plain tree: `(id, score)` where a piece ends.
+type Tree = KeyTree<Option<(u32, f32)>>;
 
-impl Tree {
-    fn new(sorted: &[(Vec<u8>, u32, f32)]) -> Self {
-        let mut tree = Tree {
-            children: vec![Vec::new()],
-            values: vec![None],
-        };
-        // The nodes along the previous key: path[d] is its prefix of length d.
-        let mut path = vec![0];
-        let mut previous: &[u8] = &[];
-        for (key, id, score) in sorted {
-            let (key, id, score) = (key.as_slice(), *id, *score);
-            let common = key.iter().zip(previous).take_while(|(a, b)| a == b).count();
-            path.truncate(common + 1);
-            for &byte in &key[common..] {
-                let parent = *path.last().expect("the root is always on the path");
-                let child = tree.children.len();
-                tree.children[parent].push((byte, child));
-                tree.children.push(Vec::new());
-                tree.values.push(None);
-                path.push(child);
-            }
-            tree.values[*path.last().expect("non-empty")] = Some((id, score));
-            previous = key;
-        }
-        tree
+/// Each node's summed probability of the pieces at and below it.
+fn weights(tree: &Tree) -> Vec<f64> {
+    let mut weights = vec![0.0; tree.children.len()];
+    // Children come after their parent.
+    for node in (0..tree.children.len()).rev() {
+        let own = tree.values[node].map_or(0.0, |(_, score)| f64::from(score).exp());
+        let below: f64 = tree.children[node]
+            .iter()
+            .map(|&(_, child)| weights[child as usize])
+            .sum();
+        weights[node] = own + below;
     }
-
-    /// Each node's summed probability of the pieces at and below it.
-    fn weights(&self) -> Vec<f64> {
-        let mut weights = vec![0.0; self.children.len()];
-        // Children come after their parent.
-        for node in (0..self.children.len()).rev() {
-            let own = self.values[node].map_or(0.0, |(_, score)| f64::from(score).exp());
-            let below: f64 = self.children[node]
-                .iter()
-                .map(|&(_, child)| weights[child])
-                .sum();
-            weights[node] = own + below;
-        }
-        weights
-    }
+    weights
 }
 
 #[cfg(test)]
