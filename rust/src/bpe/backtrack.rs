@@ -12,70 +12,57 @@
 //! around in memory and slows down on megabyte pieces).
 //!
 //! Only tokens that BPE produces from their own bytes can appear in an
-//! output ("proper" tokens); the others are left out of the search.
+//! output (reachable tokens, `reach.rs`); the others are left out of the
+//! search. The validity test needs the merges to be in rank order, which
+//! `reach.rs` checks when the model is made: otherwise this encoder is not
+//! used.
 
+use super::affixes::Affixes;
 use super::encoder::NO_RANK;
 use super::BpeModel;
 use crate::trie::Trie;
 
 pub(super) struct Backtracker {
-    /// Finds the longest proper token at the start of a text.
+    /// Finds the longest reachable token at the start of a text.
     longest: Trie,
-    /// Per token: the longest proper token that is a strict prefix of it.
+    /// Per token: the longest reachable token that is a strict prefix of it.
     next_prefix: Vec<u32>,
     /// Per token: the pair BPE last merged to make it; `(t, t)` for bytes.
     split: Vec<(u32, u32)>,
 }
 
 impl Backtracker {
-    pub(super) fn new(model: &BpeModel) -> Self {
+    /// The encoder for a model whose merges are in rank order (`reach.rs`),
+    /// given each token's last merge (`splits`).
+    pub(super) fn new(model: &BpeModel, splits: &[(u32, u32)]) -> Self {
         let vocab = &model.vocab;
-        let n = vocab.len();
-        let mut split = Vec::with_capacity(n);
-        let mut proper = vec![false; n];
-        let mut parts = Vec::new();
-        let mut buffers = Default::default();
-        for id in 0..n as u32 {
-            let bytes = vocab.bytes(id);
-            if bytes.len() == 1 {
-                split.push((id, id));
-                proper[id as usize] = true;
-                continue;
-            }
-            parts.clear();
-            model.merge_below(bytes, id, &mut parts, &mut buffers);
-            match parts[..] {
-                [left, right] if model.pair_rank(left, right) == id => {
-                    split.push((left, right));
-                    proper[id as usize] = true;
-                }
-                _ => split.push((id, id)),
-            }
-        }
-        let next_prefix = (0..n as u32)
+        let n = vocab.len() as u32;
+        let affixes = Affixes::new(vocab);
+        let next_prefix = (0..n)
             .map(|id| {
-                let bytes = vocab.bytes(id);
-                (1..bytes.len())
-                    .rev()
-                    .filter_map(|len| vocab.id(&bytes[..len]))
-                    .find(|&prefix| proper[prefix as usize])
-                    .unwrap_or(NO_RANK)
+                let mut longest = NO_RANK;
+                affixes.for_each_prefix(vocab, vocab.bytes(id), |_, prefix| {
+                    if model.reach.is_reachable(prefix) {
+                        longest = prefix;
+                    }
+                });
+                longest
             })
             .collect();
         let longest = Trie::new(
-            (0..n as u32)
-                .filter(|&id| proper[id as usize])
+            (0..n)
+                .filter(|&id| model.reach.is_reachable(id))
                 .map(|id| (vocab.bytes(id), id)),
         );
         Backtracker {
             longest,
             next_prefix,
-            split,
+            split: splits.to_vec(),
         }
     }
 
-    /// The longest proper token at the start of `text` (there is always one:
-    /// every single byte is a proper token).
+    /// The longest reachable token at the start of `text` (there is always one:
+    /// every single byte is a reachable token).
     #[inline]
     fn longest_token(&self, text: &[u8]) -> u32 {
         self.longest
@@ -124,7 +111,10 @@ impl Backtracker {
     }
 
     /// The BPE tokens of `piece`, appended to `out`; `dead` is scratch,
-    /// `memo` remembers pair verdicts (of this model) across calls.
+    /// `memo` remembers pair verdicts (of this model) across calls. Returns
+    /// false, with `out` as it was, if the search found no answer, which
+    /// merges in rank order rule out: the caller then merges the piece
+    /// another way rather than fail.
     pub(super) fn encode(
         &self,
         model: &BpeModel,
@@ -132,7 +122,7 @@ impl Backtracker {
         out: &mut Vec<u32>,
         dead: &mut Vec<bool>,
         memo: &mut PairMemo,
-    ) {
+    ) -> bool {
         let start = out.len();
         dead.clear();
         dead.resize(piece.len() + 1, false);
@@ -159,7 +149,14 @@ impl Backtracker {
                     continue;
                 }
                 // No token fits here: give the previous one back.
-                let last = last.expect("the first token always fits (BPE has an answer)");
+                let Some(last) = last else {
+                    debug_assert!(
+                        false,
+                        "the first token always fits when merges are in rank order"
+                    );
+                    out.truncate(start);
+                    return false;
+                };
                 dead[pos] = true;
                 out.pop();
                 pos -= model.vocab.token_len(last);
@@ -167,6 +164,7 @@ impl Backtracker {
                 break;
             }
         }
+        true
     }
 }
 

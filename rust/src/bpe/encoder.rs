@@ -13,7 +13,8 @@
 //!   O(n log n) with a small working set;
 //! - huge pieces (kilobytes without a space): the backtracking encoder of
 //!   `backtrack.rs`, O(n) and reading memory in text order, so that
-//!   megabytes of one letter encode in linear time.
+//!   megabytes of one letter encode in linear time; it needs merges in rank
+//!   order (`reach.rs`), and the heap merge takes over where they are not.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -249,8 +250,12 @@ impl BpeModel {
     fn encode_part(&self, piece: &[u8], cut: bool, out: &mut Vec<u32>, state: &mut EncodeState) {
         let hash = hash_bytes(piece);
         if let Some(id) = self.vocab.id_with_hash(piece, hash) {
-            out.push(id);
-            return;
+            // A whole piece that is a token is that token (tiktoken's
+            // lookup); a part between cuts only if merging can make it.
+            if cut || self.reach.is_reachable(id) {
+                out.push(id);
+                return;
+            }
         }
         // Very long pieces are rare and would crowd the cache.
         let cacheable = piece.len() <= CACHED_PIECE;
@@ -275,16 +280,27 @@ impl BpeModel {
         }
         let start = out.len();
         if piece.len() <= SHORT_PIECE {
-            self.merge_short(piece, out);
-        } else if piece.len() < BACKTRACK_PIECE {
+            self.merge_short(piece, NO_RANK, out);
+        } else if !self.encode_huge(piece, out, &mut state.buffers) {
             self.merge_below(piece, NO_RANK, out, &mut state.buffers);
-        } else {
-            let MergeBuffers { dead, memo, .. } = &mut state.buffers;
-            self.backtracker().encode(self, piece, out, dead, memo);
         }
         if cacheable {
             state.cache.insert(piece, hash, &out[start..]);
         }
+    }
+
+    /// Encodes a piece of `BACKTRACK_PIECE` bytes or more with the
+    /// backtracking encoder, if the vocabulary allows it; false (nothing
+    /// appended) for shorter pieces or when it does not.
+    fn encode_huge(&self, piece: &[u8], out: &mut Vec<u32>, buffers: &mut MergeBuffers) -> bool {
+        if piece.len() < BACKTRACK_PIECE {
+            return false;
+        }
+        let Some(backtracker) = self.backtracker() else {
+            return false;
+        };
+        let MergeBuffers { dead, memo, .. } = buffers;
+        backtracker.encode(self, piece, out, dead, memo)
     }
 
     #[inline(always)]
@@ -301,9 +317,10 @@ impl BpeModel {
     }
 
     /// tiktoken's algorithm: keep the parts and the rank of each adjacent
-    /// pair in two small arrays; merge the leftmost lowest pair until none is
-    /// left. Since ids are ranks, a pair's rank is the id it merges into.
-    pub(super) fn merge_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+    /// pair in two small arrays; merge the leftmost lowest pair until none
+    /// below `limit` is left (all: `NO_RANK`). Since ids are ranks, a pair's
+    /// rank is the id it merges into.
+    pub(super) fn merge_short(&self, piece: &[u8], limit: u32, out: &mut Vec<u32>) {
         let mut parts = [0u32; SHORT_PIECE];
         let mut ranks = [NO_RANK; SHORT_PIECE];
         let mut n = piece.len();
@@ -322,7 +339,7 @@ impl BpeModel {
                     at = i;
                 }
             }
-            if best == NO_RANK {
+            if best >= limit {
                 break;
             }
             parts[at] = best;

@@ -30,6 +30,9 @@ struct BpeFile {
     format: String,
     version: u32,
     model: String,
+    /// `null` is no pre-tokenization; a missing key is a damaged file (an
+    /// edit that dropped it must not silently change the tokenizer).
+    #[serde(deserialize_with = "present")]
     pattern: Option<PatternEntry>,
     tokens: Vec<String>,
     merges: Option<Vec<(u32, u32)>>,
@@ -50,6 +53,17 @@ struct PatternEntry {
 struct SpecialEntry {
     text: String,
     id: u32,
+}
+
+/// Reads an optional value whose key must be there: without a `default`,
+/// serde reports a missing key as an error, where a plain `Option` field
+/// would read it as `None`.
+fn present<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::deserialize(deserializer)
 }
 
 impl BpeModel {

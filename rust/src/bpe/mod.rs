@@ -6,10 +6,12 @@
 //! id (rank) is merged, the leftmost on ties. A trained model records which
 //! pair made each token (its merges), for formats that need them.
 
+mod affixes;
 mod backtrack;
 mod cuts;
 mod encoder;
 pub mod files;
+mod reach;
 mod trainer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,8 +45,11 @@ pub struct BpeModel {
     special_matcher: Option<AhoCorasick>,
     /// The pair that made each merged token, when the model was trained here.
     merges: Option<Vec<(u32, u32)>>,
-    /// The encoder of long pieces, built on first use (loading stays fast).
-    backtracker: OnceLock<backtrack::Backtracker>,
+    /// Which tokens merging can make, and whether merges follow ranks.
+    reach: reach::Reach,
+    /// The encoder of long pieces, built on first use (loading stays fast);
+    /// `None` when the merges are not in rank order.
+    backtracker: OnceLock<Option<backtrack::Backtracker>>,
     /// Unique per model object: tells the per-thread encoding caches apart.
     /// Replaced by `clear_cache`, which makes every thread's cache stale.
     instance: AtomicU64,
@@ -86,7 +91,7 @@ impl BpeModel {
         if let Some(merges) = &merges {
             check_merges(&vocab, merges)?;
         }
-        let pairs = pair_table(&vocab);
+        let pairs = pair_table(&vocab, &affixes::Affixes::new(&vocab));
         let byte_pairs = (0..256 * 256)
             .map(|i| {
                 let key = pair_key(byte_ids[i / 256], byte_ids[i % 256]);
@@ -94,7 +99,7 @@ impl BpeModel {
             })
             .collect();
         let cuts = cuts::CutFilter::new(vocab.iter());
-        Ok(BpeModel {
+        let mut model = BpeModel {
             vocab,
             pairs,
             byte_pairs,
@@ -104,14 +109,22 @@ impl BpeModel {
             special,
             special_matcher,
             merges,
+            reach: reach::Reach::unknown(),
             backtracker: OnceLock::new(),
             instance: AtomicU64::new(new_instance()),
-        })
+        };
+        model.reach = reach::Reach::new(&model);
+        Ok(model)
     }
 
-    fn backtracker(&self) -> &backtrack::Backtracker {
+    /// The linear-time encoder of huge pieces, if the vocabulary allows it.
+    fn backtracker(&self) -> Option<&backtrack::Backtracker> {
         self.backtracker
-            .get_or_init(|| backtrack::Backtracker::new(self))
+            .get_or_init(|| {
+                let splits = self.reach.splits()?;
+                Some(backtrack::Backtracker::new(self, splits))
+            })
+            .as_ref()
     }
 
     /// Forgets the pieces cached by encoding (on every thread), e.g. to
@@ -187,17 +200,24 @@ impl BpeModel {
 
 /// Every pair of tokens whose concatenation is a token, with that token's id.
 /// Merging by this table is merging by the rank of the concatenated bytes,
-/// since every part during encoding is a token.
-fn pair_table(vocab: &Vocab) -> FxHashMap<u64, u32> {
+/// since every part during encoding is a token. O(total bytes) with
+/// `affixes`, however long the tokens.
+fn pair_table(vocab: &Vocab, affixes: &affixes::Affixes) -> FxHashMap<u64, u32> {
     let mut pairs = FxHashMap::default();
+    // The prefix tokens of one token, `(length, id)` by length.
+    let mut prefixes = Vec::new();
     for (id, bytes) in vocab.iter().enumerate() {
-        for split in 1..bytes.len() {
-            if let (Some(left), Some(right)) =
-                (vocab.id(&bytes[..split]), vocab.id(&bytes[split..]))
-            {
-                pairs.insert(pair_key(left, right), id as u32);
-            }
+        prefixes.clear();
+        affixes.for_each_prefix(vocab, bytes, |len, left| prefixes.push((len, left)));
+        if prefixes.is_empty() {
+            continue;
         }
+        affixes.for_each_suffix(vocab, bytes, |len, right| {
+            let split = bytes.len() - len;
+            if let Ok(i) = prefixes.binary_search_by_key(&split, |&(len, _)| len) {
+                pairs.insert(pair_key(prefixes[i].1, right), id as u32);
+            }
+        });
     }
     pairs
 }

@@ -129,17 +129,20 @@ fn long_pieces_merge_as_short_ones() {
         model.merge_below(&piece, encoder::NO_RANK, &mut long, &mut Default::default());
         assert_eq!(long, expected, "length {len}");
         let mut backtracked = Vec::new();
-        model.backtracker().encode(
+        let backtracker = model
+            .backtracker()
+            .expect("a trained model's merges are in rank order");
+        assert!(backtracker.encode(
             &model,
             &piece,
             &mut backtracked,
             &mut Vec::new(),
             &mut Default::default(),
-        );
+        ));
         assert_eq!(backtracked, expected, "length {len}");
         if len <= encoder::SHORT_PIECE {
             let mut short = Vec::new();
-            model.merge_short(&piece, &mut short);
+            model.merge_short(&piece, encoder::NO_RANK, &mut short);
             assert_eq!(short, expected, "length {len}");
         }
         assert_eq!(model.decode_bytes(&long).unwrap(), piece);
@@ -191,23 +194,36 @@ fn cut_pieces_encode_as_whole_ones() {
     assert!(with_cuts > 100, "only {with_cuts} pieces had a cut");
 }
 
-/// The definition, for comparison: merge the lowest-rank adjacent pair.
+/// The definition, for comparison: merge the lowest-rank adjacent pair
+/// (the leftmost of equal ones), ranks looked up by the concatenated bytes.
+/// Parts are byte ranges; the rank of each adjacent pair is kept in a list
+/// and only the two next to a merge are looked up again.
 fn naive_merge(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
-    let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+    let rank = |start: usize, end: usize| model.vocab().id(&piece[start..end]).unwrap_or(u32::MAX);
+    let mut starts: Vec<usize> = (0..=piece.len()).collect();
+    let mut ranks: Vec<u32> = (0..piece.len().saturating_sub(1))
+        .map(|i| rank(i, i + 2))
+        .collect();
     loop {
-        let best = (0..parts.len().saturating_sub(1))
-            .filter_map(|i| {
-                model
-                    .vocab()
-                    .id(&[parts[i].clone(), parts[i + 1].clone()].concat())
-                    .map(|r| (r, i))
-            })
-            .min();
-        let Some((_, i)) = best else { break };
-        let right = parts.remove(i + 1);
-        parts[i].extend(right);
+        let Some((best, i)) = ranks.iter().enumerate().map(|(i, &r)| (r, i)).min() else {
+            break;
+        };
+        if best == u32::MAX {
+            break;
+        }
+        starts.remove(i + 1);
+        ranks.remove(i);
+        if i > 0 {
+            ranks[i - 1] = rank(starts[i - 1], starts[i + 1]);
+        }
+        if i + 2 < starts.len() {
+            ranks[i] = rank(starts[i], starts[i + 2]);
+        }
     }
-    parts.iter().map(|p| model.vocab().id(p).unwrap()).collect()
+    starts
+        .windows(2)
+        .map(|w| model.vocab().id(&piece[w[0]..w[1]]).unwrap())
+        .collect()
 }
 
 #[test]
@@ -254,6 +270,24 @@ fn damaged_files_are_errors() {
         .unwrap()
         .to_string();
     assert!(wrong.contains("w.json"), "{wrong}");
+    // Without its "pattern" key a file is damaged, not a model without
+    // pre-tokenization ("pattern": null).
+    let (start, end) = (
+        json.find("\"pattern\"").unwrap(),
+        json.find("\"tokens\"").unwrap(),
+    );
+    let no_pattern = format!("{}{}", &json[..start], &json[end..]);
+    let err = BpeModel::from_json(&no_pattern, "p.json")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("p.json") && err.contains("missing field `pattern`"),
+        "{err}"
+    );
+    let null_pattern = format!("{}\"pattern\":null,{}", &json[..start], &json[end..]);
+    let (whole, _) = BpeModel::from_json(&null_pattern, "n.json").unwrap();
+    assert_eq!(whole.pattern(), &Pattern::Whole);
     let bad_rank =
         BpeModel::from_tiktoken("YQ== 0\nYg== x\n", "r.tiktoken", Pattern::Cl100k, vec![])
             .err()
@@ -315,4 +349,140 @@ fn damaged_merges_and_special_ids_are_errors_not_panics() {
         .unwrap()
         .to_string();
     assert!(err.contains("below 2^31"), "{err}");
+}
+
+/// tiktoken's definition: a piece that is a token is that token, whatever
+/// merging would make of it; otherwise merge its bytes.
+fn tiktoken_piece(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
+    match model.vocab().id(piece) {
+        Some(id) => vec![id],
+        None => naive_merge(model, piece),
+    }
+}
+
+/// A model of the single bytes plus `extra` tokens, ranked in that order.
+fn ranked_model(extra: &[&[u8]]) -> BpeModel {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    tokens.extend(extra.iter().map(|t| t.to_vec()));
+    BpeModel::new(tokens, Pattern::Whole, vec![], None).unwrap()
+}
+
+#[test]
+fn ranks_out_of_merge_order_encode_huge_pieces_exactly() {
+    // "aab" is ranked before "aa", which it is made of: merges do not follow
+    // ranks, so the backtracking encoder (which needs them to) is not used.
+    let model = ranked_model(&[b"aab", b"aa", b"bba"]);
+    assert!(model.reach.splits().is_none() && model.backtracker().is_none());
+    for len in [4095, 4096, 4098, 20_000] {
+        let piece: Vec<u8> = b"aba".iter().copied().cycle().take(len).collect();
+        let ids = model
+            .encode_ordinary(std::str::from_utf8(&piece).unwrap())
+            .unwrap();
+        assert_eq!(ids, naive_merge(&model, &piece), "length {len}");
+    }
+    // A trained model's merges are in rank order.
+    assert!(small_model().backtracker().is_some());
+}
+
+#[test]
+fn unreachable_tokens_come_only_from_whole_pieces() {
+    // No merge makes "bcaac" (no pair of its bytes is a token): tiktoken
+    // emits it for the piece "bcaac" alone, never inside a longer piece,
+    // even where that piece can be cut around it.
+    let model = ranked_model(&[b"bcaac"]);
+    assert!(!model.reach.is_reachable(256) && model.reach.is_reachable(255));
+    assert_eq!(model.encode_ordinary("bcaac").unwrap(), [256]);
+    let text = "cbbcaaccbacabbbab";
+    let bytes: Vec<u32> = text.bytes().map(u32::from).collect();
+    assert_eq!(model.encode_ordinary(text).unwrap(), bytes);
+}
+
+#[test]
+fn long_tokens_load_with_their_pairs() {
+    // Tokens of every length from 1 to 300 bytes of one letter, each the
+    // merge of shorter ones (more than the hashed prefixes of affixes.rs).
+    let tokens: Vec<Vec<u8>> = (1..=300).map(|len| vec![b'x'; len]).collect();
+    let mut all: Vec<Vec<u8>> = (0..=255u8)
+        .filter(|&b| b != b'x')
+        .map(|b| vec![b])
+        .collect();
+    all.splice(b'x' as usize..b'x' as usize, tokens);
+    let model = BpeModel::new(all, Pattern::Whole, vec![], None).unwrap();
+    let id = |len: usize| model.vocab().id(&vec![b'x'; len]).unwrap();
+    // Every split of every token into two tokens is a pair.
+    for len in [2, 65, 66, 130, 300] {
+        for split in 1..len {
+            assert_eq!(
+                model.pair_rank(id(split), id(len - split)),
+                id(len),
+                "{split} + {}",
+                len - split
+            );
+        }
+    }
+    for len in [299, 300, 301, 5000] {
+        let piece = vec![b'x'; len];
+        assert_eq!(
+            model
+                .encode_ordinary(std::str::from_utf8(&piece).unwrap())
+                .unwrap(),
+            tiktoken_piece(&model, &piece),
+            "length {len}"
+        );
+    }
+}
+
+#[test]
+fn random_rank_tables_encode_as_tiktoken() {
+    // Vocabularies made of random merges over a small alphabet, their ranks
+    // then shuffled (so merges may not follow ranks, and some tokens become
+    // unreachable), against the definition, on short and huge pieces.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for round in 0..40 {
+        let mut learned: Vec<Vec<u8>> = Vec::new();
+        let alphabet = b"abc";
+        while learned.len() < 30 {
+            let pick = |i: usize, learned: &Vec<Vec<u8>>| {
+                if i < alphabet.len() {
+                    vec![alphabet[i]]
+                } else {
+                    learned[i - alphabet.len()].clone()
+                }
+            };
+            let n = alphabet.len() + learned.len();
+            let token = [pick(next(n), &learned), pick(next(n), &learned)].concat();
+            if token.len() <= 12 && !learned.contains(&token) {
+                learned.push(token);
+            }
+        }
+        // Shuffle the learned ranks in a few rounds, keep them in others.
+        if round % 4 != 0 {
+            for i in (1..learned.len()).rev() {
+                learned.swap(i, next(i + 1));
+            }
+        }
+        let extra: Vec<&[u8]> = learned.iter().map(Vec::as_slice).collect();
+        let model = ranked_model(&extra);
+        for i in 0..30 {
+            // One huge piece a round (for the backtracking encoder).
+            let len = if i == 0 {
+                4100
+            } else {
+                [1, 3, 7, 17, 40, 300][next(6)]
+            };
+            let piece: Vec<u8> = (0..len).map(|_| alphabet[next(3)]).collect();
+            let text = std::str::from_utf8(&piece).unwrap();
+            assert_eq!(
+                model.encode_ordinary(text).unwrap(),
+                tiktoken_piece(&model, &piece),
+                "round {round}, piece {text}"
+            );
+        }
+    }
 }
