@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from itertools import islice
 
 from polytok import _core
+from polytok._args import refuse_single_string
 from polytok._files import PathLike, corpus_files
 
 #: Strings handed to the Rust counter at a time by ``count_texts``.
@@ -23,6 +24,7 @@ def count_files(counter: _core.PieceCounter, files: PathLike | Iterable[PathLike
 
 def count_texts(counter: _core.PieceCounter, texts: Iterable[str]) -> None:
     """Count strings (any iterable, consumed once), each on its own."""
+    refuse_single_string(texts)
     iterator = iter(texts)
     while batch := list(islice(iterator, _BATCH)):
         for i, text in enumerate(batch):

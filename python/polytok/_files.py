@@ -14,26 +14,95 @@ from polytok import _core
 PathLike = str | os.PathLike
 
 
+#: Temporary files of a save are named ``.NAME.polytok-PID-RANDOM.tmp``:
+#: recognizable, and owned by a process that can be checked.
+_TEMP_MARK = ".polytok-"
+
+
 def atomic_write(path: PathLike, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so
     an interrupted save never leaves a half-written file (or destroys the
-    previous one)."""
-    path = Path(path)
+    previous one).
+
+    The file ends up as a plain write would leave it: a new file gets the
+    mode the umask allows, an existing one keeps its mode, and a symbolic
+    link stays a link (its target is replaced). Temporary files left by an
+    earlier save to the same path that was killed are removed."""
+    requested = Path(path)
+    target = Path(os.path.realpath(requested)) if requested.is_symlink() else requested
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{os.fspath(path)}: cannot write it: the directory {directory} does not exist")
+    _remove_stale_temporaries(directory, target.name)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}{_TEMP_MARK}{os.getpid()}-", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise OSError(e.errno, f"{os.fspath(path)}: cannot write it: {e.strerror}") from e
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temp, path)
+        os.replace(temp, target)
     except BaseException:
         try:
             os.unlink(temp)
         except FileNotFoundError:
             pass
         raise
+    _sync_directory(directory)
+
+
+def _remove_stale_temporaries(directory: Path, name: str) -> None:
+    """Remove the temporary files of saves to ``name`` whose process is
+    gone (killed mid-save); another live writer's are left alone."""
+    prefix = f".{name}{_TEMP_MARK}"
+    try:
+        entries = [e for e in os.listdir(directory) if e.startswith(prefix) and e.endswith(".tmp")]
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _process_exists(int(pid)):
+            try:
+                os.unlink(directory / entry)
+            except OSError:
+                pass
+
+
+def _process_exists(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists, as another user's
+        return True
+    return True
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename durable (POSIX; a no-op where directories cannot be
+    opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def corpus_files(specs: PathLike | Iterable[PathLike]) -> list[Path]:
@@ -46,11 +115,7 @@ def corpus_files(specs: PathLike | Iterable[PathLike]) -> list[Path]:
         text = os.fspath(spec)
         path = Path(text)
         if path.is_dir():
-            found = [
-                p
-                for p in path.rglob("*.txt")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            ]
+            found = _text_files(path)
             if not found:
                 raise FileNotFoundError(f"{text}: the directory holds no .txt files")
             files.update(found)
@@ -66,6 +131,21 @@ def corpus_files(specs: PathLike | Iterable[PathLike]) -> list[Path]:
     if not files:
         raise FileNotFoundError("no corpus files given")
     return sorted(files)
+
+
+def _text_files(directory: Path) -> list[Path]:
+    """Every ``*.txt`` file below ``directory``, hidden files and
+    directories excluded; a directory that cannot be read is an error
+    naming it (not a silently smaller corpus)."""
+
+    def refuse(error: OSError) -> None:
+        raise OSError(error.errno, f"{error.filename}: cannot read the directory ({error.strerror})") from error
+
+    found = []
+    for root, directories, names in os.walk(directory, onerror=refuse):
+        directories[:] = sorted(d for d in directories if not d.startswith("."))
+        found.extend(Path(root, name) for name in names if name.endswith(".txt") and not name.startswith("."))
+    return [p for p in found if p.is_file()]
 
 
 def read_text(path: PathLike, what: str, encoding: str = "utf-8") -> str:
@@ -86,3 +166,15 @@ def read_tokenizer(path: PathLike, core_type: type, text: str | None = None) -> 
         text = read_text(path, "a polytok tokenizer file")
     core, training = core_type.from_json(text, os.fspath(path))
     return core, json.loads(training) if training else None
+
+
+def tokenizer_json(tokenizer) -> str:
+    """A tokenizer as the polytok JSON that ``save`` writes (model,
+    settings and training record)."""
+    training = tokenizer._training
+    return tokenizer._core.to_json(json.dumps(training) if training is not None else None)
+
+
+def unpickle_tokenizer(cls: type, core_type: type, text: str):
+    """The tokenizer that ``__reduce__`` pickled as polytok JSON."""
+    return cls(*read_tokenizer(f"<pickled {cls.__name__}>", core_type, text))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._files import PathLike, atomic_write, read_text, read_tokenizer
+from polytok._args import id_error, text_list, whole_numbers
+from polytok._files import PathLike, atomic_write, read_text, read_tokenizer, tokenizer_json, unpickle_tokenizer
 from polytok._progress import progress_callback, wanted
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -56,7 +56,9 @@ class BPETokenizer:
         settings always give the same vocabulary. ``progress``: draw progress
         bars on stderr (default: when it is a terminal).
         """
-        counter = _core.PieceCounter(pattern, list(special_tokens))
+        whole_numbers(vocab_size=vocab_size, max_token_bytes=max_token_bytes)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
+        counter = _core.PieceCounter(pattern, text_list(special_tokens, "special_tokens"))
         with progress_callback(wanted(progress)) as callback:
             count_files(counter, files, errors, callback)
             return cls._train_counted(
@@ -80,7 +82,9 @@ class BPETokenizer:
         Each string is pre-tokenized on its own. Other arguments as in
         :meth:`train`.
         """
-        counter = _core.PieceCounter(pattern, list(special_tokens))
+        whole_numbers(vocab_size=vocab_size, max_token_bytes=max_token_bytes)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
+        counter = _core.PieceCounter(pattern, text_list(special_tokens, "special_tokens"))
         count_texts(counter, texts)
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
@@ -120,8 +124,13 @@ class BPETokenizer:
 
     def save(self, path: PathLike) -> None:
         """Save as polytok JSON, atomically."""
-        training = json.dumps(self._training) if self._training is not None else None
-        atomic_write(path, self._core.to_json(training))
+        atomic_write(path, tokenizer_json(self))
+
+    def __reduce__(self):
+        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
+        fraction of the model's memory, and the same for every
+        ``multiprocessing`` start method."""
+        return (unpickle_tokenizer, (type(self), _core.Bpe, tokenizer_json(self)))
 
     @classmethod
     def from_tiktoken(
@@ -137,6 +146,8 @@ class BPETokenizer:
         e.g. ``pattern="cl100k"``, ``special_tokens={"<|endoftext|>": 100257}``.
         """
         text = read_text(path, "a tiktoken rank file", encoding="ascii")
+        if special_tokens is not None and not isinstance(special_tokens, Mapping):
+            raise TypeError("special_tokens must map each token's text to its id, e.g. {'<|endoftext|>': 100257}")
         specials = sorted((special_tokens or {}).items(), key=lambda item: item[1])
         return cls(_core.Bpe.from_tiktoken(text, os.fspath(path), pattern, specials))
 
@@ -163,7 +174,7 @@ class BPETokenizer:
     def encode_batch(self, texts: Sequence[str], *, allowed_special: AllowedSpecial = ()) -> list[list[int]]:
         """Token ids of many texts, encoded on all cores."""
         allowed = _allowed(allowed_special)
-        texts = list(texts)
+        texts = text_list(texts)
         try:
             return self._core.encode_batch(texts, allowed)
         except UnicodeEncodeError:
@@ -177,7 +188,11 @@ class BPETokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of a sequence of ids."""
-        return self._core.decode_bytes(list(ids))
+        ids = list(ids)
+        try:
+            return self._core.decode_bytes(ids)
+        except OverflowError:
+            raise id_error(ids, self.vocab_size) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of a sequence of ids (bytes that are not UTF-8, as at a
@@ -186,12 +201,15 @@ class BPETokenizer:
 
     def token_bytes(self, id: int) -> bytes:
         """The bytes of one token."""
-        return self._core.token_bytes(id)
+        try:
+            return self._core.token_bytes(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
 
     def id_to_token(self, id: int) -> str:
         """A readable form of one token: its text, with bytes that are not
         UTF-8 on their own shown as ``<0xNN>``."""
-        return readable(self._core.token_bytes(id))
+        return readable(self.token_bytes(id))
 
     def token_to_id(self, token: str | bytes) -> int | None:
         """The id of a token given by its text or bytes, or ``None``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ def _errors() -> Iterator[None]:
     """Clear one-line messages instead of tracebacks for expected failures."""
     try:
         yield
-    except (PolytokError, OSError, ValueError) as e:
+    except (PolytokError, OSError, ValueError, TypeError, OverflowError) as e:
         raise click.ClickException(str(e)) from e
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -87,16 +88,16 @@ MODEL_OPTIONS = {
 @click.argument("files", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer: .json; or .tiktoken (BPE ranks only), .txt (WordPiece vocabulary only), .model (Unigram, SentencePiece's format).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True)
-@click.option("--vocab-size", type=int, required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram: <unk> + special tokens (+ 256 byte pieces) + pieces.")
+@click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram: <unk> + special tokens (+ 256 byte pieces) + pieces.")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
-@click.option("--min-frequency", type=int, default=2, show_default=True, help="BPE, WordPiece: do not merge pairs seen fewer times.")
+@click.option("--min-frequency", type=click.IntRange(0, 2**63 - 1), default=2, show_default=True, help="BPE, WordPiece: do not merge pairs seen fewer times.")
 @click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five); Unigram: control pieces after <unk> (default: <s> </s> <pad>).")
-@click.option("--max-token-bytes", type=int, default=None, help="BPE: longest token to learn, in bytes.")
-@click.option("--limit-alphabet", type=int, default=None, help="WordPiece: keep only this many characters (the most frequent).")
+@click.option("--max-token-bytes", type=click.IntRange(2, 2**31 - 1), default=None, help="BPE: longest token to learn, in bytes.")
+@click.option("--limit-alphabet", type=click.IntRange(1, 2**31 - 1), default=None, help="WordPiece: keep only this many characters (the most frequent).")
 @click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
-@click.option("--character-coverage", type=float, default=0.9995, show_default=True, help="Unigram: the share of characters the vocabulary covers; rarer ones are <unk> (or bytes).")
+@click.option("--character-coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9995, show_default=True, help="Unigram: the share of characters the vocabulary covers; rarer ones are <unk> (or bytes).")
 @click.option("--byte-fallback", is_flag=True, help="Unigram: encode rare characters as UTF-8 byte pieces instead of <unk>.")
-@click.option("--max-piece-length", type=int, default=16, show_default=True, help="Unigram: longest piece, in characters.")
+@click.option("--max-piece-length", type=click.IntRange(1, 1024), default=16, show_default=True, help="Unigram: longest piece, in characters.")
 @click.option("--split-digits", is_flag=True, help="Unigram: every digit a piece of its own.")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
@@ -108,6 +109,7 @@ def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special
             if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT and model not in models:
                 option = "--" + name.replace("_", "-")
                 raise click.UsageError(f"{option} is an option of {' and '.join(models)} training, not {model}")
+        _check_writable(output)
         start = time.perf_counter()
         progress = False if quiet else None
         if model == "bpe":
@@ -158,6 +160,29 @@ def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special
             )
 
 
+def _check_writable(path: str) -> None:
+    """Fail before the work if ``path`` cannot be written (its directory is
+    missing or read-only), naming it."""
+    directory = Path(path).parent
+    if not directory.is_dir():
+        raise click.ClickException(f"{path}: cannot write it: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise click.ClickException(f"{path}: cannot write it: the directory {directory} is not writable")
+
+
+def _read_stdin(errors: str) -> str:
+    """Standard input as text: bytes that are not UTF-8 are an error naming
+    their offset, or replaced with ``--errors replace``."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8", errors="strict" if errors == "strict" else "replace")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise click.ClickException(
+            f"standard input: invalid UTF-8 at byte offset {e.start} (line {line}); --errors replace to replace it"
+        ) from e
+
+
 def _save(tokenizer: Tokenizer, output: str) -> None:
     if output.endswith(".model"):
         if not isinstance(tokenizer, UnigramTokenizer):
@@ -182,15 +207,16 @@ def _save(tokenizer: Tokenizer, output: str) -> None:
 @click.argument("text", nargs=-1)
 @click.option("--allow-special", is_flag=True, help="Recognize special tokens in the text.")
 @click.option("--show", "show", type=click.Choice(["ids", "tokens", "both"]), default="ids", show_default=True)
-@click.option("--nbest", type=int, default=None, help="Unigram: the K best segmentations, one per line, with their scores.")
+@click.option("--nbest", type=click.IntRange(1, 10_000), default=None, help="Unigram: the K best segmentations, one per line, with their scores.")
 @click.option("--sample", "sample", is_flag=True, help="Unigram: draw one segmentation (subword regularization).")
-@click.option("--alpha", type=float, default=1.0, show_default=True, help="Unigram sampling: inverse temperature.")
-@click.option("--seed", type=int, default=None, help="Unigram sampling: seed, for a reproducible draw.")
-def encode(tokenizer_path, pattern, cased, text, allow_special, show, nbest, sample, alpha, seed) -> None:
+@click.option("--alpha", type=click.FloatRange(0, 1e300), default=1.0, show_default=True, help="Unigram sampling: inverse temperature.")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Unigram sampling: seed, for a reproducible draw.")
+@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Standard input that is not UTF-8: fail, or replace with U+FFFD.")
+def encode(tokenizer_path, pattern, cased, text, allow_special, show, nbest, sample, alpha, seed, errors) -> None:
     """Encode TEXT (or standard input) and print the ids."""
     with _errors():
         tokenizer = _load(tokenizer_path, pattern, cased)
-        source = " ".join(text) if text else sys.stdin.read()
+        source = " ".join(text) if text else _read_stdin(errors)
         unigram = isinstance(tokenizer, UnigramTokenizer)
         if (nbest is not None or sample) and not unigram:
             raise click.UsageError("--nbest and --sample need a Unigram model")
@@ -239,7 +265,7 @@ def decode(tokenizer_path, pattern, cased, ids) -> None:
 @pattern_for_ranks
 @cased_for_vocab
 @click.option("--sample", "samples", multiple=True, help="Text files (or directories) to tokenize as a demonstration.")
-@click.option("--longest", type=int, default=8, show_default=True, help="How many of the longest tokens to list.")
+@click.option("--longest", type=click.IntRange(0, 10_000), default=8, show_default=True, help="How many of the longest tokens to list.")
 def info(tokenizer_path, pattern, cased, samples, longest) -> None:
     """Describe a tokenizer; with --sample, show how it cuts real text."""
     with _errors():
@@ -345,16 +371,16 @@ POSITIONS = ("rope", "sinusoidal", "learned", "alibi", "none")
 @pattern_for_ranks
 @cased_for_vocab
 @click.argument("text", nargs=-1, required=True)
-@click.option("--dim", type=int, default=64, show_default=True, help="d_model: the width of each token vector.")
+@click.option("--dim", type=click.IntRange(1, 65_536), default=64, show_default=True, help="d_model: the width of each token vector.")
 @click.option("--positions", type=click.Choice(POSITIONS), default="sinusoidal", show_default=True, help="How positions enter: added (sinusoidal, learned), rotating queries and keys (rope), or biasing attention scores (alibi).")
-@click.option("--heads", type=int, default=4, show_default=True, help="rope, alibi: attention heads (rope: head dimension = dim / heads).")
-@click.option("--max-length", type=int, default=512, show_default=True, help="learned: positions in the table.")
-@click.option("--rope-base", type=float, default=10000.0, show_default=True)
+@click.option("--heads", type=click.IntRange(1, 4096), default=4, show_default=True, help="rope, alibi: attention heads (rope: head dimension = dim / heads).")
+@click.option("--max-length", type=click.IntRange(1, 2**24), default=512, show_default=True, help="learned: positions in the table.")
+@click.option("--rope-base", type=click.FloatRange(1, 1e30, min_open=True), default=10000.0, show_default=True)
 @click.option("--rope-scaling", type=click.Choice(["linear", "ntk", "dynamic", "yarn"]), default=None, help="rope: context extension by --factor.")
-@click.option("--factor", type=float, default=1.0, show_default=True, help="rope: context-extension factor s.")
-@click.option("--original-context", type=int, default=None, help="rope, dynamic and yarn: the context length the model was trained on.")
+@click.option("--factor", type=click.FloatRange(1, 1e6), default=1.0, show_default=True, help="rope: context-extension factor s.")
+@click.option("--original-context", type=click.IntRange(1, 2**31 - 1), default=None, help="rope, dynamic and yarn: the context length the model was trained on.")
 @click.option("--scale", is_flag=True, help="Multiply token vectors by sqrt(dim).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random token table.")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=0, show_default=True, help="Seed of the random token table.")
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), default=None, help="A token table (.npy or .safetensors) instead of a random one.")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False), default=None, help="Save the vectors as .npy (rope: the rotated (batch, heads, seq, head_dim) array).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Save a PNG: the positional encodings, RoPE's decay curve or ALiBi's biases (needs matplotlib).")

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import io
 import math
+import operator
 import os
 from collections.abc import Sequence
 from itertools import chain
@@ -116,13 +117,14 @@ def pad_batch(ids: IdBatch, pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
         return batch, np.ones(batch.shape, dtype=bool)
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise TypeError(f"token ids must be a list of ints or a list of lists of ints, got {type(ids).__name__}")
-    if len(ids) == 0 or isinstance(ids[0], (int, np.integer)):
+    if len(ids) == 0 or not isinstance(ids[0], (Sequence, np.ndarray)) or isinstance(ids[0], (str, bytes)):
         ids = [ids]
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     longest = int(lengths.max(initial=0))
     mask = np.arange(longest) < lengths[:, None]
     try:
-        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        # operator.index refuses floats, which int64 conversion would truncate.
+        flat = np.fromiter(map(operator.index, chain.from_iterable(ids)), dtype=np.int64, count=int(lengths.sum()))
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"token ids must be integers: {e}") from e
     batch = np.full(mask.shape, pad_id, dtype=np.int64)
@@ -507,6 +509,10 @@ class ALiBi:
         return scores + self.bias(scores.shape[-2], scores.shape[-1])
 
 
+#: The longest context ``rope_base_lower_bound`` searches for (2^20).
+MAX_BOUND_CONTEXT = 1 << 20
+
+
 def rope_base_lower_bound(context_length: int, head_dim: int, *, grid_step: float = 1e-3, rtol: float = 1e-6) -> float:
     r"""The smallest RoPE base b for which the long-term decay term
     B(m) = Σ_{i<d/2} cos(m·b^(−2i/d)) stays non-negative for every integer
@@ -540,7 +546,14 @@ def rope_base_lower_bound(context_length: int, head_dim: int, *, grid_step: floa
     32,768 and 75 s for 131,072.
     """
     context_length = _positive_int(context_length, "context_length")
+    if context_length > MAX_BOUND_CONTEXT:
+        raise ValueError(
+            f"context_length must be at most {MAX_BOUND_CONTEXT:,} (every distance is checked: "
+            f"131,072 takes about a minute), got {context_length:,}"
+        )
     head_dim = _even_head_dim(head_dim)
+    if head_dim > 65_536:
+        raise ValueError(f"head_dim must be at most 65,536, got {head_dim:,}")
     if not 0 < grid_step < 1 or not 0 < rtol < grid_step:
         raise ValueError(f"need 0 < rtol < grid_step < 1, got grid_step={grid_step!r}, rtol={rtol!r}")
     exponents = np.arange(0, head_dim, 2, dtype=np.float64) / head_dim

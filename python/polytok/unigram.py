@@ -4,15 +4,16 @@ EM, Viterbi encoding, n-best and sampling; polytok JSON and SentencePiece
 
 from __future__ import annotations
 
-import json
 import os
+import math
 import random
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._files import PathLike, atomic_write, read_tokenizer
+from polytok._args import id_error, text_list, whole_numbers
+from polytok._files import PathLike, atomic_write, read_tokenizer, tokenizer_json, unpickle_tokenizer
 from polytok._progress import progress_callback, wanted
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -130,10 +131,8 @@ class UnigramTokenizer:
     def _settings(cls, arguments: dict) -> dict:
         """The training settings among a trainer's arguments."""
         settings = {name: arguments[name] for name in cls._SETTINGS}
-        settings["special_tokens"] = list(settings["special_tokens"])
-        for name in ("vocab_size", "max_piece_length", "seed_size", "sub_iterations"):
-            if settings[name] < 1:
-                raise ValueError(f"{name} must be at least 1, not {settings[name]}")
+        settings["special_tokens"] = text_list(settings["special_tokens"], "special_tokens")
+        whole_numbers(**{name: settings[name] for name in ("vocab_size", "max_piece_length", "seed_size", "sub_iterations")})
         return settings
 
     @classmethod
@@ -157,8 +156,13 @@ class UnigramTokenizer:
     def save(self, path: PathLike) -> None:
         """Save as polytok JSON (pieces, scores, types, settings, training
         record), atomically."""
-        training = json.dumps(self._training) if self._training is not None else None
-        atomic_write(path, self._core.to_json(training))
+        atomic_write(path, tokenizer_json(self))
+
+    def __reduce__(self):
+        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
+        fraction of the model's memory, and the same for every
+        ``multiprocessing`` start method."""
+        return (unpickle_tokenizer, (type(self), _core.Unigram, tokenizer_json(self)))
 
     def save_sentencepiece(self, path: PathLike) -> None:
         """Save as a SentencePiece ``.model`` file (identity normalization),
@@ -183,7 +187,7 @@ class UnigramTokenizer:
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """The ids of many texts, encoded on all cores."""
-        texts = list(texts)
+        texts = text_list(texts)
         try:
             return self._core.encode_batch(texts)
         except UnicodeEncodeError:
@@ -192,7 +196,11 @@ class UnigramTokenizer:
     def decode(self, ids: Iterable[int]) -> str:
         """The text of ``ids`` (``▁`` back to spaces, the leading one removed,
         byte pieces joined into UTF-8)."""
-        return self._core.decode(list(ids))
+        ids = list(ids)
+        try:
+            return self._core.decode(ids)
+        except OverflowError:
+            raise id_error(ids, self.vocab_size) from None
 
     def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
         """The ``k`` best segmentations of ``text`` with their scores (sums of
@@ -207,8 +215,8 @@ class UnigramTokenizer:
         almost uniformly, large alpha almost always gives :meth:`encode`'s).
         ``seed`` (0 to 2**64 - 1) makes the draw reproducible; by default
         each call draws anew."""
-        if alpha < 0:
-            raise ValueError(f"alpha must be at least 0, not {alpha}")
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise ValueError(f"alpha must be a finite number of at least 0, not {alpha}")
         if seed is None:
             seed = random.getrandbits(64)
         if not 0 <= seed < 2**64:
@@ -221,7 +229,10 @@ class UnigramTokenizer:
 
     def id_to_token(self, id: int) -> str:
         """The piece of an id."""
-        return self._core.piece(id)
+        try:
+            return self._core.piece(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
 
     def token_to_id(self, token: str) -> int | None:
         """The id of a piece, or None."""
@@ -229,7 +240,10 @@ class UnigramTokenizer:
 
     def score(self, id: int) -> float:
         """The score (log-probability) of a piece."""
-        return self._core.score(id)
+        try:
+            return self._core.score(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
 
     @property
     def training(self) -> dict | None:

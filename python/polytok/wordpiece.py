@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._files import PathLike, atomic_write, read_text, read_tokenizer
+from polytok._args import id_error, text_list, whole_numbers
+from polytok._files import PathLike, atomic_write, read_text, read_tokenizer, tokenizer_json, unpickle_tokenizer
 from polytok._progress import progress_callback, wanted
 from polytok.bpe import AllowedSpecial, _allowed
 
@@ -75,6 +75,8 @@ class WordPieceTokenizer:
         (``errors="replace"`` replaces bad bytes). ``progress``: progress bars
         on stderr (default: when it is a terminal).
         """
+        whole_numbers(vocab_size=vocab_size, limit_alphabet=limit_alphabet, max_input_chars_per_word=max_input_chars_per_word)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
         counter = cls._counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens)
         with progress_callback(wanted(progress)) as callback:
             count_files(counter, files, errors, callback)
@@ -103,6 +105,8 @@ class WordPieceTokenizer:
     ) -> WordPieceTokenizer:
         """Learn a WordPiece vocabulary from strings (any iterable, consumed
         once). Arguments as in :meth:`train`."""
+        whole_numbers(vocab_size=vocab_size, limit_alphabet=limit_alphabet, max_input_chars_per_word=max_input_chars_per_word)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
         counter = cls._counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens)
         count_texts(counter, texts)
         with progress_callback(wanted(progress)) as callback:
@@ -114,7 +118,9 @@ class WordPieceTokenizer:
     @staticmethod
     def _counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens) -> _core.PieceCounter:
         strip = lowercase if strip_accents is None else strip_accents
-        return _core.PieceCounter.bert(clean_text, handle_chinese_chars, strip, lowercase, list(special_tokens))
+        return _core.PieceCounter.bert(
+            clean_text, handle_chinese_chars, strip, lowercase, text_list(special_tokens, "special_tokens")
+        )
 
     @classmethod
     def _train_counted(
@@ -169,7 +175,7 @@ class WordPieceTokenizer:
                 handle_chinese_chars,
                 lowercase if strip_accents is None else strip_accents,
                 lowercase,
-                list(special_tokens),
+                text_list(special_tokens, "special_tokens"),
             )
         )
 
@@ -180,8 +186,13 @@ class WordPieceTokenizer:
 
     def save(self, path: PathLike) -> None:
         """Save as polytok JSON (vocabulary, settings, training record), atomically."""
-        training = json.dumps(self._training) if self._training is not None else None
-        atomic_write(path, self._core.to_json(training))
+        atomic_write(path, tokenizer_json(self))
+
+    def __reduce__(self):
+        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
+        fraction of the model's memory, and the same for every
+        ``multiprocessing`` start method."""
+        return (unpickle_tokenizer, (type(self), _core.WordPiece, tokenizer_json(self)))
 
     def save_vocab(self, path: PathLike) -> None:
         """Save the vocabulary as a BERT ``vocab.txt``, atomically."""
@@ -222,7 +233,7 @@ class WordPieceTokenizer:
     ) -> list[list[int]]:
         """Token ids of many texts, encoded on all cores."""
         allowed = _allowed(allowed_special)
-        texts = list(texts)
+        texts = text_list(texts)
         try:
             batch = self._core.encode_batch(texts, allowed)
         except UnicodeEncodeError:
@@ -244,7 +255,11 @@ class WordPieceTokenizer:
         them, others separated by spaces. ``cleanup`` removes the space
         before punctuation and in English contractions, as BERT's decoder.
         (Normalization is not undone: an uncased model decodes lowercase.)"""
-        return self._core.decode(list(ids), cleanup)
+        ids = list(ids)
+        try:
+            return self._core.decode(ids, cleanup)
+        except OverflowError:
+            raise id_error(ids, self.vocab_size) from None
 
     def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
         """The tokens of ``text`` as strings (``["un", "##aff", "##able"]``)."""
@@ -252,7 +267,10 @@ class WordPieceTokenizer:
 
     def id_to_token(self, id: int) -> str:
         """The token of an id."""
-        return self._core.token(id)
+        try:
+            return self._core.token(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
 
     def token_to_id(self, token: str) -> int | None:
         """The id of a token, or None."""

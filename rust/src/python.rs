@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
@@ -57,6 +57,25 @@ fn to_py(err: Error) -> PyErr {
     }
 }
 
+/// Runs `work`, without the GIL when `detach`, and turns a Rust panic
+/// (a bug, never an answer) into a `RuntimeError` that `except Exception`
+/// catches: pyo3's own `PanicException` is a `BaseException`. Every call
+/// into the core that does real work goes through here.
+fn guarded<T: Send>(py: Python<'_>, detach: bool, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    let outcome = if detach { py.detach(run) } else { run() };
+    outcome.map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        PyRuntimeError::new_err(format!(
+            "polytok internal error ({message}); please report it"
+        ))
+    })
+}
+
 /// Runs `work` without the GIL, with a progress callback that re-takes the
 /// GIL to report and to check for Ctrl-C; an exception raised there (or a
 /// KeyboardInterrupt) stops the work and is re-raised.
@@ -81,7 +100,7 @@ fn with_progress<T: Send>(
             }
         })
     };
-    let result = py.detach(|| work(&Progress::new(Some(&report))));
+    let result = guarded(py, true, || work(&Progress::new(Some(&report))))?;
     result.map_err(
         |err| match (err, raised.into_inner().unwrap_or_else(|e| e.into_inner())) {
             (Error::Interrupted, Some(raised)) => raised,
@@ -113,7 +132,8 @@ impl PieceCounter {
     #[pyo3(signature = (pattern, special_tokens = Vec::new()))]
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
         Ok(PieceCounter {
-            counter: Counter::new(Pattern::parse(pattern), special_tokens).map_err(to_py)?,
+            counter: Counter::new(Pattern::parse(pattern).map_err(to_py)?, special_tokens)
+                .map_err(to_py)?,
             counts: Mutex::new(PieceCounts::default()),
         })
     }
@@ -164,9 +184,7 @@ impl PieceCounter {
     fn add_texts(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<()> {
         let texts = strings(texts)?;
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let counts = py
-            .detach(|| self.counter.count_texts(&texts))
-            .map_err(to_py)?;
+        let counts = guarded(py, true, || self.counter.count_texts(&texts))?.map_err(to_py)?;
         self.lock().merge(counts);
         Ok(())
     }
@@ -299,7 +317,7 @@ fn read_json<M: Send>(
     source: &str,
     read: impl FnOnce(&str, &str) -> Result<(M, Option<serde_json::Value>), Error> + Send,
 ) -> PyResult<(M, Option<String>)> {
-    let (model, training) = py.detach(|| read(json, source)).map_err(to_py)?;
+    let (model, training) = guarded(py, true, || read(json, source))?.map_err(to_py)?;
     Ok((model, training.map(|t| t.to_string())))
 }
 
@@ -329,12 +347,10 @@ fn encode_list<'py>(
     IDS.with(|ids| {
         let ids = &mut *ids.borrow_mut();
         ids.clear();
-        let encoded = if text.len() < DETACH_BYTES {
+        guarded(py, text.len() >= DETACH_BYTES, || {
             encode(text, &allowed, ids)
-        } else {
-            py.detach(|| encode(text, &allowed, ids))
-        };
-        encoded.map_err(to_py)?;
+        })?
+        .map_err(to_py)?;
         let list = ints.list(py, ids);
         if ids.capacity() > 1 << 22 {
             *ids = Vec::new();
@@ -378,7 +394,7 @@ fn encode_batch_lists<'py>(
     let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
     let _paused = GcPause::new(py)?;
-    let chunks = py.detach(|| {
+    let chunks = guarded(py, true, || {
         batch::encode_chunks(
             &texts,
             |chunk, runs| encode_texts(chunk, &allowed, runs),
@@ -390,7 +406,7 @@ fn encode_batch_lists<'py>(
                 })
             },
         )
-    });
+    })?;
     let mut lists = Vec::with_capacity(texts.len());
     for chunk in chunks.map_err(to_py)? {
         lists.extend(chunk?);
@@ -463,11 +479,10 @@ impl Bpe {
         pattern: &str,
         special_tokens: Vec<(String, u32)>,
     ) -> PyResult<Self> {
-        let model = py
-            .detach(|| {
-                BpeModel::from_tiktoken(text, source, Pattern::parse(pattern), special_tokens)
-            })
-            .map_err(to_py)?;
+        let model = guarded(py, true, || {
+            BpeModel::from_tiktoken(text, source, Pattern::parse(pattern)?, special_tokens)
+        })?
+        .map_err(to_py)?;
         Bpe::new(py, model)
     }
 
@@ -633,9 +648,10 @@ impl WordPiece {
             },
             special_tokens,
         };
-        let model = py
-            .detach(|| WordPieceModel::from_vocab_txt(text, source, settings))
-            .map_err(to_py)?;
+        let model = guarded(py, true, || {
+            WordPieceModel::from_vocab_txt(text, source, settings)
+        })?
+        .map_err(to_py)?;
         WordPiece::new(py, model)
     }
 
@@ -786,9 +802,8 @@ impl Unigram {
 
     #[staticmethod]
     fn from_sentencepiece(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
-        let model = py
-            .detach(|| UnigramModel::from_sentencepiece(data, source))
-            .map_err(to_py)?;
+        let model =
+            guarded(py, true, || UnigramModel::from_sentencepiece(data, source))?.map_err(to_py)?;
         Unigram::new(py, model)
     }
 
@@ -839,14 +854,14 @@ impl Unigram {
     }
 
     /// The `k` best segmentations with their scores, best first.
-    fn nbest(&self, py: Python<'_>, text: &str, k: usize) -> Vec<(Vec<u32>, f64)> {
-        py.detach(|| self.model.nbest(text, k))
+    fn nbest(&self, py: Python<'_>, text: &str, k: usize) -> PyResult<Vec<(Vec<u32>, f64)>> {
+        guarded(py, true, || self.model.nbest(text, k))
     }
 
     /// One segmentation drawn with probability proportional to
     /// exp(alpha × score).
-    fn sample(&self, py: Python<'_>, text: &str, alpha: f64, seed: u64) -> Vec<u32> {
-        py.detach(|| self.model.sample(text, alpha, seed))
+    fn sample(&self, py: Python<'_>, text: &str, alpha: f64, seed: u64) -> PyResult<Vec<u32>> {
+        guarded(py, true, || self.model.sample(text, alpha, seed))
     }
 
     fn piece(&self, id: u32) -> PyResult<String> {
@@ -867,7 +882,7 @@ impl Unigram {
 /// The pieces of `text` under a pattern (preset name, regex or "none").
 #[pyfunction]
 fn pretokenize(text: &str, pattern: &str) -> PyResult<Vec<String>> {
-    let pretokenizer = PreTokenizer::new(Pattern::parse(pattern)).map_err(to_py)?;
+    let pretokenizer = PreTokenizer::new(Pattern::parse(pattern).map_err(to_py)?).map_err(to_py)?;
     let pieces = pretokenizer.split(text).map_err(to_py)?;
     Ok(pieces.into_iter().map(str::to_owned).collect())
 }
@@ -875,8 +890,11 @@ fn pretokenize(text: &str, pattern: &str) -> PyResult<Vec<String>> {
 /// The regular expression of a preset (tiktoken's), or `None` for "none";
 /// a user regex is returned as given.
 #[pyfunction]
-fn pattern_regex(pattern: &str) -> Option<String> {
-    Pattern::parse(pattern).regex().map(str::to_owned)
+fn pattern_regex(pattern: &str) -> PyResult<Option<String>> {
+    Ok(Pattern::parse(pattern)
+        .map_err(to_py)?
+        .regex()
+        .map(str::to_owned))
 }
 
 /// The model of a polytok JSON file's text, or `None` (see

@@ -117,10 +117,10 @@ impl BpeModel {
             Some(PatternEntry {
                 preset: Some(name), ..
             }) => match Pattern::parse(&name) {
-                Pattern::Regex(_) | Pattern::Whole => {
+                Ok(Pattern::Regex(_) | Pattern::Whole) | Err(_) => {
                     return Err(damaged(source, format!("unknown pattern preset {name:?}")))
                 }
-                preset => preset,
+                Ok(preset) => preset,
             },
             Some(PatternEntry {
                 preset: None,

@@ -25,8 +25,6 @@
 //! then with all tokens only for the rare token that needs it), on all
 //! cores.
 
-use rayon::prelude::*;
-
 use super::encoder::{MergeBuffers, NO_RANK, SHORT_PIECE};
 use super::BpeModel;
 
@@ -58,13 +56,28 @@ impl Reach {
 
     pub(super) fn new(model: &BpeModel) -> Reach {
         let n = model.vocab.len() as u32;
-        let verdicts: Vec<Verdict> = (0..n)
-            .into_par_iter()
-            .map_init(
-                || (MergeBuffers::default(), Vec::new()),
-                |(buffers, parts), id| verdict(model, id, buffers, parts),
-            )
-            .collect();
+        // On fresh scoped threads, not rayon's pool: a model is also made
+        // when a tokenizer is unpickled in a forked child, which inherits a
+        // pool whose threads did not survive the fork.
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get()) as u32;
+        let chunk = n.div_ceil(threads).max(1);
+        let verdicts: Vec<Verdict> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..n)
+                .step_by(chunk as usize)
+                .map(|start| {
+                    scope.spawn(move || {
+                        let (mut buffers, mut parts) = (MergeBuffers::default(), Vec::new());
+                        (start..(start + chunk).min(n))
+                            .map(|id| verdict(model, id, &mut buffers, &mut parts))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| worker.join().expect("a verdict worker does not panic"))
+                .collect()
+        });
         let mut unreachable = None;
         let mut in_order = true;
         for (id, verdict) in verdicts.iter().enumerate() {

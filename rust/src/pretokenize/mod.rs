@@ -63,15 +63,23 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// `gpt2`, `cl100k`, `o200k`, `none`, or else a regular expression.
-    pub fn parse(spec: &str) -> Pattern {
-        match spec {
+    /// `gpt2`, `cl100k`, `o200k`, `none`, or else a regular expression. A
+    /// name that is no preset (letters, digits, `_` and `-` only) is an
+    /// error, not a regular expression that would match itself: a typo
+    /// (`cl100K`) must not silently turn off pre-tokenization.
+    pub fn parse(spec: &str) -> Result<Pattern> {
+        Ok(match spec {
             "gpt2" | "r50k" => Pattern::Gpt2,
             "cl100k" => Pattern::Cl100k,
             "o200k" => Pattern::O200k,
             "none" => Pattern::Whole,
+            name if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') => {
+                return Err(Error::invalid(format!(
+                    "unknown pattern preset {name:?}: the presets are gpt2, cl100k, o200k and none (or give a regular expression)"
+                )))
+            }
             regex => Pattern::Regex(regex.to_owned()),
-        }
+        })
     }
 
     /// The name of a preset, or the regular expression, or `none`.

@@ -180,6 +180,18 @@ impl UnigramModel {
             return Vec::new();
         }
         let lattice = self.lattice(bytes);
+        // Where alpha × score leaves f64's range, exp(alpha × score) puts all
+        // the weight on the best segmentation: the limit is what is drawn
+        // (computed as is, every weight would be 0 and every draw junk).
+        let largest = lattice
+            .ending_at
+            .iter()
+            .flatten()
+            .map(|node| node.score.abs())
+            .fold(0.0, f64::max);
+        if !(alpha * largest * n as f64).is_finite() {
+            return self.encode(text);
+        }
         // Forward: log of the summed weight of all paths to each byte.
         let mut forward = vec![f64::NEG_INFINITY; n + 1];
         forward[0] = 0.0;

@@ -202,14 +202,26 @@ fn check(settings: &UnigramTrainerSettings) -> Result<()> {
             s.character_coverage
         )));
     }
-    if !(s.shrinking_factor > 0.0 && s.shrinking_factor < 1.0) {
+    // Bounds that keep a run finite in practice: each pruning round costs
+    // `sub_iterations` passes of EM, and a factor near 1 makes thousands of
+    // rounds.
+    if !(s.shrinking_factor > 0.0 && s.shrinking_factor <= 0.99) {
         return Err(Error::invalid(format!(
-            "shrinking_factor must be in (0, 1), not {}",
+            "shrinking_factor must be in (0, 0.99], not {}",
             s.shrinking_factor
         )));
     }
-    if s.sub_iterations == 0 {
-        return Err(Error::invalid("sub_iterations must be at least 1"));
+    if !(1..=100).contains(&s.sub_iterations) {
+        return Err(Error::invalid(format!(
+            "sub_iterations must be in 1..=100, not {}",
+            s.sub_iterations
+        )));
+    }
+    if !(1..=100_000_000).contains(&s.seed_size) {
+        return Err(Error::invalid(format!(
+            "seed_size must be in 1..=100000000, not {}",
+            s.seed_size
+        )));
     }
     if !(1..=255).contains(&s.rules.max_piece_chars) {
         return Err(Error::invalid(format!(
