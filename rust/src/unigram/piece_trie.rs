@@ -96,11 +96,11 @@ impl PieceTrie {
             keys.push((key, id as u32, score));
         }
         keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let tree = Tree::from_sorted(
-            keys.iter()
-                .map(|(key, id, score)| (key.as_slice(), Some((*id, *score)))),
-            None,
-        );
+        let sorted: Vec<_> = keys
+            .iter()
+            .map(|(key, id, score)| (key.as_slice(), Some((*id, *score))))
+            .collect();
+        let tree = Tree::from_sorted(&sorted, None);
         Self::place(&tree)
     }
 
@@ -123,8 +123,8 @@ impl PieceTrie {
         let weights = weights(tree);
         let mut queue = BinaryHeap::from([(weights[0].to_bits(), 0u32, 0u32)]);
         while let Some((_, node, unit)) = queue.pop() {
-            let children = &tree.children[node as usize];
-            let Some(&(first_byte, _)) = children.first() else {
+            let children = tree.children(node);
+            let Some((first_byte, _)) = children.clone().next() else {
                 continue;
             };
             while units.get(first_free).is_some_and(|u| u.link != 0) {
@@ -137,7 +137,7 @@ impl PieceTrie {
             let search_from = first_free.max(units.len().saturating_sub(SEARCH_WINDOW));
             let fits = |base: usize| {
                 !base_taken.get(base).copied().unwrap_or(false)
-                    && children.iter().all(|&(byte, _)| {
+                    && children.clone().all(|(byte, _)| {
                         units.get(base + byte as usize).is_none_or(|u| u.link == 0)
                     })
             };
@@ -160,7 +160,7 @@ impl PieceTrie {
                 root_base = base as u32;
             }
             units[unit as usize].link |= (base as u32) << BASE_SHIFT;
-            for &(byte, child) in children {
+            for (byte, child) in children {
                 let index = base + byte as usize;
                 let (id, score) = tree.values[child as usize].unwrap_or((u32::MAX, NO_PIECE));
                 units[index] = Unit {
@@ -225,13 +225,13 @@ type Tree = KeyTree<Option<(u32, f32)>>;
 
 /// Each node's summed probability of the pieces at and below it.
 fn weights(tree: &Tree) -> Vec<f64> {
-    let mut weights = vec![0.0; tree.children.len()];
+    let mut weights = vec![0.0; tree.len()];
     // Children come after their parent.
-    for node in (0..tree.children.len()).rev() {
+    for node in (0..tree.len()).rev() {
         let own = tree.values[node].map_or(0.0, |(_, score)| f64::from(score).exp());
-        let below: f64 = tree.children[node]
-            .iter()
-            .map(|&(_, child)| weights[child as usize])
+        let below: f64 = tree
+            .children(node as u32)
+            .map(|(_, child)| weights[child as usize])
             .sum();
         weights[node] = own + below;
     }
