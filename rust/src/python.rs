@@ -21,6 +21,7 @@ use crate::counting::{Counter, PieceCounts};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::text_stats;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
@@ -414,6 +415,42 @@ fn encode_batch_lists<'py>(
     PyList::new(py, lists)
 }
 
+/// `encode_batch` of any model as two buffers of native-endian `u32`s,
+/// for NumPy (`np.frombuffer`): every id, one text after another, and the
+/// number of ids of each text. No Python int per id: the token-efficiency
+/// report counts millions of tokens and keeps none of them as objects.
+fn encode_batch_flat<'py>(
+    py: Python<'py>,
+    texts: &Bound<'_, PyList>,
+    encode_texts: impl Fn(&[&str], &mut IdRuns) -> Result<(), Error> + Sync,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let texts = strings(texts)?;
+    let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    let chunks = py
+        .detach(|| {
+            batch::encode_chunks(&texts, &encode_texts, |runs| {
+                let counts: Vec<u32> = runs.iter().map(|ids| ids.len() as u32).collect();
+                (runs.ids().to_vec(), counts)
+            })
+        })
+        .map_err(to_py)?;
+    // Straight into the bytes objects, chunk after chunk.
+    let bytes = |part: fn(&(Vec<u32>, Vec<u32>)) -> &Vec<u32>| {
+        let len = chunks.iter().map(|c| part(c).len()).sum::<usize>() * 4;
+        PyBytes::new_with(py, len, |buffer| {
+            let mut words = buffer.chunks_exact_mut(4);
+            for value in chunks.iter().flat_map(|c| part(c)) {
+                words
+                    .next()
+                    .expect("sized for every value")
+                    .copy_from_slice(&value.to_ne_bytes());
+            }
+            Ok(())
+        })
+    };
+    Ok((bytes(|c| &c.0)?, bytes(|c| &c.1)?))
+}
+
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
@@ -515,6 +552,18 @@ impl Bpe {
     ) -> PyResult<Bound<'py, PyList>> {
         encode_batch_lists(py, &self.ints, texts, allowed_special, |t, a, runs| {
             self.model.encode_texts(t, a, runs)
+        })
+    }
+
+    /// Ids of every text, special-token text as ordinary text, as buffers
+    /// (see `encode_batch_flat`).
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'_, PyList>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        encode_batch_flat(py, texts, |t, runs| {
+            self.model.encode_texts(t, &AllowedSpecial::None, runs)
         })
     }
 
@@ -695,6 +744,18 @@ impl WordPiece {
         })
     }
 
+    /// Ids of every text, special-token text as ordinary text, as buffers
+    /// (see `encode_batch_flat`).
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'_, PyList>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        encode_batch_flat(py, texts, |t, runs| {
+            self.model.encode_texts(t, &AllowedSpecial::None, runs)
+        })
+    }
+
     #[pyo3(signature = (ids, cleanup = true))]
     fn decode(&self, ids: Vec<u32>, cleanup: bool) -> PyResult<String> {
         self.model.decode(&ids, cleanup).map_err(to_py)
@@ -702,6 +763,11 @@ impl WordPiece {
 
     fn token(&self, id: u32) -> PyResult<String> {
         self.model.token(id).map(str::to_owned).map_err(to_py)
+    }
+
+    #[getter]
+    fn unk_id(&self) -> u32 {
+        self.model.unk_id()
     }
 
     fn token_id(&self, token: &str) -> Option<u32> {
@@ -849,6 +915,15 @@ impl Unigram {
         })
     }
 
+    /// Ids of every text as buffers (see `encode_batch_flat`).
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'_, PyList>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        encode_batch_flat(py, texts, |t, runs| self.model.encode_texts(t, runs))
+    }
+
     fn decode(&self, ids: Vec<u32>) -> PyResult<String> {
         self.model.decode(&ids).map_err(to_py)
     }
@@ -877,6 +952,11 @@ impl Unigram {
     fn byte_fallback(&self) -> bool {
         self.model.byte_fallback()
     }
+
+    #[getter]
+    fn unk_id(&self) -> u32 {
+        self.model.unk_id()
+    }
 }
 
 /// The pieces of `text` under a pattern (preset name, regex or "none").
@@ -897,6 +977,36 @@ fn pattern_regex(pattern: &str) -> PyResult<Option<String>> {
         .map(str::to_owned))
 }
 
+/// The ISO 15924 code of the dominant script of each text (see
+/// `text_stats.rs`).
+#[pyfunction]
+fn scripts(py: Python<'_>, texts: Vec<String>) -> Vec<&'static str> {
+    py.detach(|| {
+        texts
+            .iter()
+            .map(|t| text_stats::dominant_script(t))
+            .collect()
+    })
+}
+
+/// For each list of texts, its distinct words and their counts, in
+/// first-seen order (see `text_stats.rs`); the lists on all cores.
+#[pyfunction]
+fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> Vec<(Vec<String>, Vec<u64>)> {
+    use rayon::prelude::*;
+    py.detach(|| {
+        texts
+            .par_iter()
+            .map(|texts| {
+                text_stats::word_counts(texts.iter().map(String::as_str))
+                    .into_iter()
+                    .map(|(word, count)| (word.to_owned(), count))
+                    .unzip()
+            })
+            .collect()
+    })
+}
+
 /// The model of a polytok JSON file's text, or `None` (see
 /// `model_file::model_of`).
 #[pyfunction]
@@ -913,6 +1023,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add_function(wrap_pyfunction!(file_model, m)?)?;
+    m.add_function(wrap_pyfunction!(scripts, m)?)?;
+    m.add_function(wrap_pyfunction!(word_counts, m)?)?;
     m.add("PolytokError", m.py().get_type::<PolytokError>())?;
     m.add("CorpusError", m.py().get_type::<CorpusError>())?;
     m.add(
