@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -338,6 +339,8 @@ def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, cont
             format_ = SUFFIX_FORMATS.get(Path(output).suffix.lower(), "table") if output else "table"
         if output is not None:
             _check_writable(output)
+        if format_ == "html" and importlib.util.find_spec("matplotlib") is None:
+            raise click.ClickException("the HTML report draws its charts with matplotlib: pip install 'polytok[plot]'")
         if any(p.endswith(".tiktoken") for p in tokenizer_paths) and pattern is None:
             raise click.UsageError("a .tiktoken rank file holds no pattern: give --pattern (e.g. cl100k)")
         warn = lambda message: click.echo(f"warning: {message}", err=True)  # noqa: E731
@@ -356,11 +359,6 @@ def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, cont
             corpus, tokenizers, pivot=pivot, context=context, bootstrap=bootstrap, seed=seed,
             truncate=truncate, progress=False if quiet else None, warn=warn,
         )
-        if format_ == "html":
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError as e:
-                raise click.ClickException("the HTML report draws its charts with matplotlib: pip install 'polytok[plot]'") from e
         if output is not None:
             result.save(output, format_)
             if not quiet:
@@ -373,16 +371,6 @@ def report(corpus, tokenizer_paths, pattern, cased, pivot, format_, output, cont
             Console().print(Group(*renderables(result)))
         else:
             sys.stdout.write(result.render(format_))
-
-
-def _check_writable(path: str) -> None:
-    """Fail before the work if ``path`` cannot be written (its directory is
-    missing or read-only), naming it."""
-    directory = Path(path).parent
-    if not directory.is_dir():
-        raise click.ClickException(f"{path}: the directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise click.ClickException(f"{path}: the directory {directory} is not writable")
 
 
 def _highlighted(tokenizer: Tokenizer, ids: list[int]) -> Text:

@@ -426,14 +426,13 @@ fn encode_batch_flat<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let chunks = py
-        .detach(|| {
-            batch::encode_chunks(&texts, &encode_texts, |runs| {
-                let counts: Vec<u32> = runs.iter().map(|ids| ids.len() as u32).collect();
-                (runs.ids().to_vec(), counts)
-            })
+    let chunks = guarded(py, true, || {
+        batch::encode_chunks(&texts, &encode_texts, |runs| {
+            let counts: Vec<u32> = runs.iter().map(|ids| ids.len() as u32).collect();
+            (runs.ids().to_vec(), counts)
         })
-        .map_err(to_py)?;
+    })?
+    .map_err(to_py)?;
     // Straight into the bytes objects, chunk after chunk.
     let bytes = |part: fn(&(Vec<u32>, Vec<u32>)) -> &Vec<u32>| {
         let len = chunks.iter().map(|c| part(c).len()).sum::<usize>() * 4;
@@ -980,8 +979,8 @@ fn pattern_regex(pattern: &str) -> PyResult<Option<String>> {
 /// The ISO 15924 code of the dominant script of each text (see
 /// `text_stats.rs`).
 #[pyfunction]
-fn scripts(py: Python<'_>, texts: Vec<String>) -> Vec<&'static str> {
-    py.detach(|| {
+fn scripts(py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<&'static str>> {
+    guarded(py, true, || {
         texts
             .iter()
             .map(|t| text_stats::dominant_script(t))
@@ -992,9 +991,9 @@ fn scripts(py: Python<'_>, texts: Vec<String>) -> Vec<&'static str> {
 /// For each list of texts, its distinct words and their counts, in
 /// first-seen order (see `text_stats.rs`); the lists on all cores.
 #[pyfunction]
-fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> Vec<(Vec<String>, Vec<u64>)> {
+fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> PyResult<Vec<(Vec<String>, Vec<u64>)>> {
     use rayon::prelude::*;
-    py.detach(|| {
+    guarded(py, true, || {
         texts
             .par_iter()
             .map(|texts| {
