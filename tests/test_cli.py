@@ -150,15 +150,15 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
 def test_wordpiece_train_encode_decode_info(tmp_path, bert_files):
     runner = CliRunner()
     out = tmp_path / "wp.json"
-    trained = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", str(CORPORA), "-o", str(out)])
+    trained = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "6000", str(CORPORA), "-o", str(out)])
     assert trained.exit_code == 0, trained.output
-    assert "trained 3000 tokens (wordpiece, uncased)" in trained.output
+    assert "trained 6000 tokens (wordpiece, uncased)" in trained.output
     ids = runner.invoke(main, ["encode", "-t", str(out), "Hello, World!"]).output.split()
     assert runner.invoke(main, ["decode", "-t", str(out), *ids]).output == "hello, world!\n"
     info = runner.invoke(main, ["info", str(out), "--sample", str(CORPORA / "en.txt")])
-    assert info.exit_code == 0 and "WordPiece" in info.output and "3000 ids" in info.output
+    assert info.exit_code == 0 and "WordPiece" in info.output and "6000 ids" in info.output
     vocab = tmp_path / "vocab.txt"
-    assert runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "-q", str(CORPORA), "-o", str(vocab)]).exit_code == 0
+    assert runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "6000", "-q", str(CORPORA), "-o", str(vocab)]).exit_code == 0
     assert runner.invoke(main, ["encode", "-t", str(vocab), "Hello, World!"]).output.split() == ids
     # A released BERT vocabulary, uncased and cased.
     bert = str(bert_files[0])
@@ -167,7 +167,7 @@ def test_wordpiece_train_encode_decode_info(tmp_path, bert_files):
     cased = runner.invoke(main, ["encode", "-t", bert, "--cased", "--show", "tokens", "Unaffable"])
     assert "una" not in cased.output.split()
     # Options of the other model are usage errors.
-    wrong = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "3000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
+    wrong = runner.invoke(main, ["train", "--model", "wordpiece", "--vocab-size", "6000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
     assert wrong.exit_code == 2 and "--pattern is an option of bpe training" in wrong.output
 
 

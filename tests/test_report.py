@@ -211,7 +211,7 @@ def test_cli_report(tmp_path, trained):
     runner = CliRunner()
     result = runner.invoke(main, ["report", str(CORPORA), "-t", str(path), "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
-    assert "Token premium over 12 languages" in result.output and "Gini" in result.output
+    assert "Token premium over 24 languages" in result.output and "Gini" in result.output
     out = tmp_path / "report.json"
     result = runner.invoke(main, ["report", str(CORPORA), "-t", str(path), "-o", str(out), "--pivot", "de", "-q"])
     assert result.exit_code == 0, result.output

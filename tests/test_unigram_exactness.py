@@ -165,7 +165,12 @@ def test_sampling_follows_the_model(models):
     expected = {ids: draws * w / total for ids, w in weights.items()}
     cells = [ids for ids, e in expected.items() if e >= 5]
     chi2 = sum((counts[ids] - expected[ids]) ** 2 / expected[ids] for ids in cells)
-    critical = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46, 7: 24.32, 8: 26.12, 9: 27.88, 10: 29.59}
+    critical = {  # chi-square at p = 0.001, by degrees of freedom
+        1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46, 7: 24.32, 8: 26.12, 9: 27.88, 10: 29.59,
+        11: 31.26, 12: 32.91, 13: 34.53, 14: 36.12, 15: 37.70, 16: 39.25, 17: 40.79, 18: 42.31, 19: 43.82,
+        20: 45.31, 21: 46.80, 22: 48.27, 23: 49.73, 24: 51.18, 25: 52.62, 26: 54.05, 27: 55.48, 28: 56.89,
+        29: 58.30, 30: 59.70,
+    }
     assert len(cells) - 1 in critical and chi2 < critical[len(cells) - 1]  # p = 0.001
     assert ours.sample(text, alpha=alpha, seed=7) == ours.sample(text, alpha=alpha, seed=7)
     assert ours.sample(text, alpha=1000.0, seed=1) == ours.encode(text)

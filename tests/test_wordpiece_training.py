@@ -89,8 +89,8 @@ def test_likelihood_prefers_cohesive_pairs_where_bpe_takes_frequent_ones():
 
 
 def test_training_is_deterministic_and_files_round_trip(tmp_path, sample_corpus):
-    a = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=3000, progress=False)
-    b = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=3000, progress=False)
+    a = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=6000, progress=False)
+    b = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=6000, progress=False)
     a.save(tmp_path / "a.json")
     b.save(tmp_path / "b.json")
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
@@ -105,9 +105,9 @@ def test_training_is_deterministic_and_files_round_trip(tmp_path, sample_corpus)
 
 
 def test_limit_alphabet_leaves_rare_characters_out(sample_corpus):
-    full = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=3000, progress=False)
+    full = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=6000, progress=False)
     limited = polytok.WordPieceTokenizer.train_from_iterator(
-        sample_corpus, vocab_size=3000, limit_alphabet=100, progress=False
+        sample_corpus, vocab_size=6000, limit_alphabet=100, progress=False
     )
     chars = lambda tok: {t.removeprefix("##") for t in vocab_of(tok) if len(t.removeprefix("##")) == 1}
     assert len(chars(limited)) <= 100 < len(chars(full))
