@@ -20,9 +20,10 @@
 //!
 //! What a model must be (SentencePiece's own checks, so that polytok refuses
 //! what it refuses): non-empty pieces without NUL characters, distinct,
-//! finite scores, exactly one unknown piece, at least one piece to encode
-//! with (normal, user-defined or unused), byte pieces (`<0xHH>`, upper-case
-//! hex) only with byte fallback, and then all 256 of them. polytok also
+//! finite scores, at most one unknown piece, and one unless byte fallback
+//! is on (unknown characters are then always bytes), at least one piece to
+//! encode with (normal, user-defined or unused), byte pieces (`<0xHH>`,
+//! upper-case hex) only with byte fallback, and then all 256 of them. polytok also
 //! refuses a text that is two pieces of different kinds, which SentencePiece
 //! allows (it then decodes the id of one as the other), and, when extra
 //! spaces are removed, a user-defined piece with two spaces in a row
@@ -92,6 +93,10 @@ impl Default for Whitespace {
 /// otherwise.
 pub const DEFAULT_UNK_SURFACE: &str = " \u{2047} ";
 
+/// The id of a model's unknown piece when it has none: with byte fallback,
+/// unknown characters become bytes, never this id.
+const NO_UNKNOWN_PIECE: u32 = u32::MAX;
+
 /// The piece that stands for a space.
 pub const SPACE_SYMBOL: char = '\u{2581}';
 
@@ -106,6 +111,7 @@ pub struct UnigramModel {
     trie: piece_trie::PieceTrie,
     /// Every piece's id, by its text.
     ids: rustc_hash::FxHashMap<String, u32>,
+    /// The unknown piece, or `NO_UNKNOWN_PIECE` (with byte fallback only).
     unk: u32,
     /// `<0x00>`..`<0xFF>`, when unknown characters fall back to bytes.
     byte_pieces: Option<Box<[u32; 256]>>,
@@ -167,7 +173,11 @@ impl UnigramModel {
                 _ => {}
             }
         }
-        let unk = unk.ok_or_else(|| Error::invalid("no unknown piece (<unk>)"))?;
+        let unk = match unk {
+            Some(unk) => unk,
+            None if byte_fallback => NO_UNKNOWN_PIECE,
+            None => return Err(Error::invalid("no unknown piece (<unk>)")),
+        };
         if !pieces.iter().any(|p| {
             matches!(
                 p.kind,
@@ -248,8 +258,8 @@ impl UnigramModel {
         self.ids.get(text).copied()
     }
 
-    pub fn unk_id(&self) -> u32 {
-        self.unk
+    pub fn unk_id(&self) -> Option<u32> {
+        (self.unk != NO_UNKNOWN_PIECE).then_some(self.unk)
     }
 
     pub fn byte_fallback(&self) -> bool {
@@ -741,6 +751,16 @@ mod tests {
             .collect();
         bytes.extend([unk, a]);
         assert!(UnigramModel::new(bytes.clone(), true, Whitespace::default()).is_ok());
+        // With byte fallback, SentencePiece also loads a model without an
+        // unknown piece: unknown characters are bytes.
+        let no_unk = bytes[..256].iter().chain(&bytes[257..]).cloned().collect();
+        let m = UnigramModel::new(no_unk, true, Whitespace::default()).unwrap();
+        assert_eq!(m.unk_id(), None);
+        let ids = m.encode("é");
+        assert_eq!(ids.len(), 5); // `▁` and `é`, as bytes
+        assert!(ids
+            .iter()
+            .all(|&id| m.pieces()[id as usize].kind == PieceKind::Byte));
         for bad in ["<0x4a>", "<0x+A>", "<0x4A >", "<0x004A>"] {
             bytes[0x4A].text = bad.into();
             let err = UnigramModel::new(bytes.clone(), true, Whitespace::default()).err();
