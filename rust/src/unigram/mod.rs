@@ -23,12 +23,12 @@
 //! finite scores, at most one unknown piece, and one unless byte fallback
 //! is on (unknown characters are then always bytes), at least one piece to
 //! encode with (normal, user-defined or unused), byte pieces (`<0xHH>`,
-//! upper-case hex) only with byte fallback, and then all 256 of them. polytok also
-//! refuses a text that is two pieces of different kinds, which SentencePiece
-//! allows (it then decodes the id of one as the other), and, when extra
-//! spaces are removed, a user-defined piece with two spaces in a row
-//! (SentencePiece keeps such a run whole inside a user-defined piece of the
-//! input, which this encoder does not model).
+//! upper-case hex) only with byte fallback, and then all 256 of them.
+//! polytok also refuses a text that is two pieces of different kinds, which
+//! SentencePiece allows (it then decodes the id of one as the other), and,
+//! when extra spaces are removed, a user-defined piece with two spaces in a
+//! row (SentencePiece keeps such a run whole where the input holds the
+//! piece, which this encoder does not model).
 
 mod encoder;
 pub mod files;
