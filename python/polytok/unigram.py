@@ -24,10 +24,12 @@ class UnigramTokenizer:
     """A Unigram tokenizer: pieces with log-probabilities, and each text cut
     into the pieces whose scores sum highest (Viterbi).
 
-    Text is handled as SentencePiece does after an identity normalization:
-    extra spaces removed, a space put in front, spaces written as ``▁``.
+    Text is handled as SentencePiece does after an identity normalization,
+    each step as the model says (by default all of them): extra spaces
+    removed, a space put in front (or at the end), spaces written as ``▁``.
     Characters no piece covers are ``<unk>`` (one per run), or their UTF-8
-    bytes as ``<0xHH>`` pieces when the model has byte fallback.
+    bytes as ``<0xHH>`` pieces when the model has byte fallback. Decoding
+    gives the text back as SentencePiece's does.
 
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`load` (polytok JSON) or :meth:`from_sentencepiece`.
@@ -172,8 +174,20 @@ class UnigramTokenizer:
     @classmethod
     def from_sentencepiece(cls, path: PathLike) -> UnigramTokenizer:
         """Load a SentencePiece ``.model`` file of a Unigram model trained with
-        ``normalization_rule_name="identity"`` (other normalizations are
-        refused: polytok would encode other text than SentencePiece does)."""
+        ``normalization_rule_name="identity"``, with whatever whitespace
+        settings (``add_dummy_prefix``, ``remove_extra_whitespaces``,
+        ``escape_whitespaces``, ``treat_whitespace_as_suffix``), byte
+        fallback and unknown surface: it encodes and decodes as
+        ``sentencepiece`` does.
+
+        Raises :class:`polytok.TokenizerFileError` (a ``ValueError``) naming
+        the file for what ``sentencepiece`` refuses (a damaged or truncated
+        file, a missing or second ``<unk>``, empty, NUL-holding or repeated
+        pieces, non-finite scores, byte pieces without byte fallback or
+        missing with it) and for what polytok would encode or decode
+        otherwise: other normalizations, a denormalizer, other model types,
+        and user-defined pieces with two spaces in a row when extra spaces
+        are removed."""
         with open(path, "rb") as f:
             data = f.read()
         return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
@@ -194,8 +208,9 @@ class UnigramTokenizer:
             return self._core.encode_batch([without_surrogates(t) for t in texts])
 
     def decode(self, ids: Iterable[int]) -> str:
-        """The text of ``ids`` (``▁`` back to spaces, the leading one removed,
-        byte pieces joined into UTF-8)."""
+        """The text of ``ids``, as SentencePiece decodes it: ``▁`` back to
+        spaces, the dummy prefix removed, byte pieces joined into UTF-8,
+        ``<unk>`` as " ⁇ ", control pieces as nothing."""
         ids = list(ids)
         try:
             return self._core.decode(ids)

@@ -172,7 +172,7 @@ impl PieceCounter {
         let whitespace = Whitespace {
             remove_extra: remove_extra_whitespaces,
             add_dummy_prefix,
-            escape: true,
+            ..Whitespace::default()
         };
         Ok(PieceCounter {
             counter: Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,

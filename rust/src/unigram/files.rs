@@ -1,9 +1,27 @@
 //! Unigram model files: SentencePiece's `.model` and polytok's own JSON.
 //!
-//! `.model`: a protobuf `ModelProto`. Only the fields encoding needs are read
-//! (pieces with scores and types, byte fallback, whitespace handling); prost
-//! skips the others. Written with those fields and an identity normalizer,
-//! so that `sentencepiece` loads a polytok model and encodes as polytok does.
+//! `.model`: a protobuf `ModelProto`. Only the fields that change encoding,
+//! decoding or loading are read; prost skips the others (the trainer's
+//! settings, `split_digits` and the like, shape the pieces but are not
+//! used by SentencePiece once a model is trained). Read:
+//! - the pieces with scores and types;
+//! - the normalizer: its compiled rules (`precompiled_charsmap`), which must
+//!   be empty (identity normalization; other models are refused, naming
+//!   their normalization, since polytok would encode other text than
+//!   SentencePiece does), and its whitespace switches;
+//! - from the trainer's settings: the model type (Unigram only),
+//!   `byte_fallback`, `treat_whitespace_as_suffix` and `unk_surface`;
+//! - the denormalizer, which SentencePiece applies to decoded text: refused
+//!   unless empty.
+//!
+//! SentencePiece (0.2.3) loads a model whatever its self-test samples
+//! (field 4) hold, so they are skipped too. Where it reads a number that is
+//! no model or piece type as the default one (protobuf's rule for unknown
+//! enum values), or a string that is not UTF-8, polytok refuses the file.
+//!
+//! The model itself must pass SentencePiece's checks (see the module doc of
+//! `unigram`). Written with the same fields and an identity normalizer, so
+//! that `sentencepiece` loads a polytok model and encodes as polytok does.
 //!
 //! polytok JSON, version 1:
 //! ```json
@@ -13,11 +31,14 @@
 //!  "whitespace": {"remove_extra": true, "add_dummy_prefix": true},
 //!  "training": {...} | null}
 //! ```
-//! Scores are `f32`, written in their shortest exact form.
+//! Scores are `f32`, written in their shortest exact form. Settings that
+//! only a `.model` can carry are written when they are not SentencePiece's
+//! defaults: `"escape": false` and `"as_suffix": true` in `whitespace`,
+//! and `"unk_surface"`.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Piece, PieceKind, UnigramModel, Whitespace};
+use super::{Piece, PieceKind, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
 use crate::error::Result;
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 
@@ -30,6 +51,11 @@ struct UnigramFile {
     pieces: Vec<(String, f32, PieceKind)>,
     byte_fallback: bool,
     whitespace: WhitespaceEntry,
+    #[serde(
+        default = "default_unk_surface",
+        skip_serializing_if = "is_default_unk_surface"
+    )]
+    unk_surface: String,
     training: Option<serde_json::Value>,
 }
 
@@ -38,6 +64,30 @@ struct UnigramFile {
 struct WhitespaceEntry {
     remove_extra: bool,
     add_dummy_prefix: bool,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    escape: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    as_suffix: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn default_unk_surface() -> String {
+    DEFAULT_UNK_SURFACE.to_owned()
+}
+
+fn is_default_unk_surface(surface: &str) -> bool {
+    surface == DEFAULT_UNK_SURFACE
 }
 
 /// SentencePiece's number of each piece type.
@@ -60,6 +110,8 @@ struct ModelProto {
     trainer_spec: Option<TrainerSpec>,
     #[prost(message, optional, tag = "3")]
     normalizer_spec: Option<NormalizerSpec>,
+    #[prost(message, optional, tag = "5")]
+    denormalizer_spec: Option<NormalizerSpec>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -85,6 +137,8 @@ struct TrainerSpec {
     byte_fallback: Option<bool>,
     #[prost(bool, optional, tag = "24")]
     treat_whitespace_as_suffix: Option<bool>,
+    #[prost(string, optional, tag = "44")]
+    unk_surface: Option<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -103,8 +157,8 @@ struct NormalizerSpec {
 
 impl UnigramModel {
     /// A model from a SentencePiece `.model` file's bytes; errors name
-    /// `source`. Models whose normalization is not the identity are refused:
-    /// polytok would encode other text than SentencePiece does.
+    /// `source`. What SentencePiece refuses is refused, and so are models
+    /// that polytok would encode or decode otherwise (see the module doc).
     pub fn from_sentencepiece(data: &[u8], source: &str) -> Result<Self> {
         use prost::Message;
         let proto = ModelProto::decode(data)
@@ -120,18 +174,8 @@ impl UnigramModel {
                 format!("not a Unigram model (SentencePiece model type {model_type})"),
             ));
         }
-        if trainer.treat_whitespace_as_suffix.unwrap_or(false) {
-            return Err(damaged(
-                source,
-                "treat_whitespace_as_suffix is not supported",
-            ));
-        }
         let normalizer = proto.normalizer_spec.unwrap_or_default();
-        let charsmap = normalizer
-            .precompiled_charsmap
-            .as_deref()
-            .unwrap_or_default();
-        if !charsmap.is_empty() {
+        if !normalizer.precompiled_charsmap().is_empty() {
             return Err(damaged(
                 source,
                 format!(
@@ -140,10 +184,22 @@ impl UnigramModel {
                 ),
             ));
         }
+        if let Some(denormalizer) = &proto.denormalizer_spec {
+            if !denormalizer.precompiled_charsmap().is_empty() {
+                return Err(damaged(
+                    source,
+                    format!(
+                        "it denormalizes decoded text ({}), which polytok does not support",
+                        denormalizer.name.as_deref().unwrap_or("custom rules")
+                    ),
+                ));
+            }
+        }
         let whitespace = Whitespace {
             remove_extra: normalizer.remove_extra_whitespaces.unwrap_or(true),
             add_dummy_prefix: normalizer.add_dummy_prefix.unwrap_or(true),
             escape: normalizer.escape_whitespaces.unwrap_or(true),
+            as_suffix: trainer.treat_whitespace_as_suffix.unwrap_or(false),
         };
         let pieces = proto
             .pieces
@@ -164,8 +220,9 @@ impl UnigramModel {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        UnigramModel::new(pieces, trainer.byte_fallback.unwrap_or(false), whitespace)
-            .map_err(|e| damaged(source, e))
+        let model = UnigramModel::new(pieces, trainer.byte_fallback.unwrap_or(false), whitespace)
+            .map_err(|e| damaged(source, e))?;
+        Ok(model.with_unk_surface(trainer.unk_surface.unwrap_or_else(default_unk_surface)))
     }
 
     /// The model as a SentencePiece `.model` file (identity normalization).
@@ -186,7 +243,8 @@ impl UnigramModel {
                 model_type: Some(1),
                 vocab_size: Some(self.pieces.len() as i32),
                 byte_fallback: Some(self.byte_fallback()),
-                treat_whitespace_as_suffix: Some(false),
+                treat_whitespace_as_suffix: Some(ws.as_suffix),
+                unk_surface: Some(self.unk_surface.clone()),
             }),
             normalizer_spec: Some(NormalizerSpec {
                 name: Some("identity".to_owned()),
@@ -195,6 +253,7 @@ impl UnigramModel {
                 remove_extra_whitespaces: Some(ws.remove_extra),
                 escape_whitespaces: Some(ws.escape),
             }),
+            denormalizer_spec: None,
         }
         .encode_to_vec()
     }
@@ -214,7 +273,10 @@ impl UnigramModel {
             whitespace: WhitespaceEntry {
                 remove_extra: self.whitespace.remove_extra,
                 add_dummy_prefix: self.whitespace.add_dummy_prefix,
+                escape: self.whitespace.escape,
+                as_suffix: self.whitespace.as_suffix,
             },
+            unk_surface: self.unk_surface.clone(),
             training: training.cloned(),
         };
         serde_json::to_string(&file).expect("serializable")
@@ -234,10 +296,12 @@ impl UnigramModel {
         let whitespace = Whitespace {
             remove_extra: file.whitespace.remove_extra,
             add_dummy_prefix: file.whitespace.add_dummy_prefix,
-            escape: true,
+            escape: file.whitespace.escape,
+            as_suffix: file.whitespace.as_suffix,
         };
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
-            .map_err(|e| damaged(source, e))?;
+            .map_err(|e| damaged(source, e))?
+            .with_unk_surface(file.unk_surface);
         Ok((model, file.training))
     }
 }
@@ -279,23 +343,43 @@ mod tests {
                     kind: PieceKind::Normal,
                 }),
         );
-        let model = UnigramModel::new(pieces, false, Whitespace::default()).unwrap();
-        let same = |other: &UnigramModel| {
-            assert_eq!(other.pieces().len(), model.pieces().len());
-            for (a, b) in other.pieces().iter().zip(model.pieces()) {
-                assert_eq!(
-                    (&a.text, a.score.to_bits(), a.kind),
-                    (&b.text, b.score.to_bits(), b.kind)
-                );
-            }
-            assert_eq!(other.encode(" ab  b"), model.encode(" ab  b"));
+        let unusual = Whitespace {
+            remove_extra: false,
+            add_dummy_prefix: true,
+            escape: false,
+            as_suffix: true,
         };
-        let training = serde_json::json!({"vocab_size": 6});
-        let (json_model, record) =
-            UnigramModel::from_json(&model.to_json(Some(&training)), "m.json").unwrap();
-        same(&json_model);
-        assert_eq!(record, Some(training));
-        same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());
+        for (whitespace, unk_surface) in [
+            (Whitespace::default(), DEFAULT_UNK_SURFACE),
+            (unusual, "<?>"),
+        ] {
+            let model = UnigramModel::new(pieces.clone(), false, whitespace)
+                .unwrap()
+                .with_unk_surface(unk_surface.to_owned());
+            let same = |other: &UnigramModel| {
+                assert_eq!(other.pieces().len(), model.pieces().len());
+                for (a, b) in other.pieces().iter().zip(model.pieces()) {
+                    assert_eq!(
+                        (&a.text, a.score.to_bits(), a.kind),
+                        (&b.text, b.score.to_bits(), b.kind)
+                    );
+                }
+                assert_eq!(other.whitespace(), whitespace);
+                assert_eq!(other.unk_surface(), unk_surface);
+                assert_eq!(other.encode(" ab  b"), model.encode(" ab  b"));
+            };
+            let training = serde_json::json!({"vocab_size": 6});
+            let json = model.to_json(Some(&training));
+            // SentencePiece's defaults are left out, as files had them.
+            let defaults = whitespace == Whitespace::default();
+            for key in ["escape", "as_suffix", "unk_surface"] {
+                assert_eq!(json.contains(key), !defaults, "{key}");
+            }
+            let (json_model, record) = UnigramModel::from_json(&json, "m.json").unwrap();
+            same(&json_model);
+            assert_eq!(record, Some(training));
+            same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());
+        }
         let err = UnigramModel::from_json("{\"format\": \"polytok\"}", "m.json");
         assert!(err
             .err()

@@ -2,10 +2,33 @@
 //! vocabulary of pieces with log-probabilities; a text is segmented into the
 //! pieces whose scores sum highest (Viterbi, `encoder.rs`).
 //!
-//! Text handling is SentencePiece's, after its (here identity) normalization:
-//! extra spaces removed, a space put in front (the "dummy prefix"), and
-//! spaces written as `▁` (U+2581), so that pieces carry word boundaries and
-//! decoding is lossless.
+//! Text handling is SentencePiece's, after its (here identity) normalization,
+//! with each of its switches (`Whitespace`; all on but `as_suffix` by
+//! default): extra spaces removed (leading and trailing ones, and all but one
+//! of each run inside), a space put in front (the "dummy prefix"), or at the
+//! end with `as_suffix`, and spaces written as `▁` (U+2581), so that pieces
+//! carry word boundaries and decoding is lossless. A text that is empty, or
+//! only spaces when extra spaces are removed, stays empty: no dummy space.
+//!
+//! Decoding follows SentencePiece too: `▁` back to spaces; while the text is
+//! still empty, the leading `▁` of a piece is dropped, once (the dummy
+//! prefix) when only `add_dummy_prefix` is on, from every such piece when
+//! extra spaces are removed (whatever the dummy prefix); runs of byte pieces
+//! are UTF-8, one U+FFFD per byte that is not part of a valid character;
+//! the unknown piece is its surface (" ⁇ " unless the model says otherwise);
+//! control pieces are nothing.
+//!
+//! What a model must be (SentencePiece's own checks, so that polytok refuses
+//! what it refuses): non-empty pieces without NUL characters, distinct,
+//! finite scores, at most one unknown piece, and one unless byte fallback
+//! is on (unknown characters are then always bytes), at least one piece to
+//! encode with (normal, user-defined or unused), byte pieces (`<0xHH>`,
+//! upper-case hex) only with byte fallback, and then all 256 of them.
+//! polytok also refuses a text that is two pieces of different kinds, which
+//! SentencePiece allows (it then decodes the id of one as the other), and,
+//! when extra spaces are removed, a user-defined piece with two spaces in a
+//! row (SentencePiece keeps such a run whole where the input holds the
+//! piece, which this encoder does not model).
 
 mod encoder;
 pub mod files;
@@ -40,15 +63,19 @@ pub struct Piece {
     pub kind: PieceKind,
 }
 
-/// SentencePiece's whitespace handling (all on by default, as there).
+/// SentencePiece's whitespace handling (its defaults by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Whitespace {
-    /// Strip leading and trailing spaces, and keep one of each run inside.
+    /// Strip leading and trailing spaces, and keep one of each run inside
+    /// (`remove_extra_whitespaces`).
     pub remove_extra: bool,
-    /// Put a space in front of the text.
+    /// Put a space in front of the text (`add_dummy_prefix`).
     pub add_dummy_prefix: bool,
-    /// Write spaces as `▁`.
+    /// Write spaces as `▁` (`escape_whitespaces`).
     pub escape: bool,
+    /// The dummy space goes at the end of the text instead
+    /// (`treat_whitespace_as_suffix`).
+    pub as_suffix: bool,
 }
 
 impl Default for Whitespace {
@@ -57,9 +84,18 @@ impl Default for Whitespace {
             remove_extra: true,
             add_dummy_prefix: true,
             escape: true,
+            as_suffix: false,
         }
     }
 }
+
+/// How SentencePiece decodes the unknown piece unless the model says
+/// otherwise.
+pub const DEFAULT_UNK_SURFACE: &str = " \u{2047} ";
+
+/// The id of a model's unknown piece when it has none: with byte fallback,
+/// unknown characters become bytes, never this id.
+const NO_UNKNOWN_PIECE: u32 = u32::MAX;
 
 /// The piece that stands for a space.
 pub const SPACE_SYMBOL: char = '\u{2581}';
@@ -75,10 +111,13 @@ pub struct UnigramModel {
     trie: piece_trie::PieceTrie,
     /// Every piece's id, by its text.
     ids: rustc_hash::FxHashMap<String, u32>,
+    /// The unknown piece, or `NO_UNKNOWN_PIECE` (with byte fallback only).
     unk: u32,
     /// `<0x00>`..`<0xFF>`, when unknown characters fall back to bytes.
     byte_pieces: Option<Box<[u32; 256]>>,
     whitespace: Whitespace,
+    /// What the unknown piece decodes to.
+    unk_surface: String,
     /// The trie holds `▁` as `' '`, and texts are walked with spaces as
     /// `' '` (see `walk_text`).
     ascii_spaces: bool,
@@ -95,20 +134,60 @@ impl UnigramModel {
             if piece.text.is_empty() {
                 return Err(Error::invalid(format!("piece {id} is empty")));
             }
+            if piece.text.contains('\0') {
+                return Err(Error::invalid(format!(
+                    "piece {id} ({:?}) holds a NUL character",
+                    piece.text
+                )));
+            }
             if let Some(first) = ids.insert(piece.text.clone(), id as u32) {
                 return Err(Error::invalid(format!(
                     "pieces {first} and {id} are both {:?}",
                     piece.text
                 )));
             }
-            if piece.kind == PieceKind::Unknown {
-                if unk.is_some() {
+            match piece.kind {
+                PieceKind::Unknown if unk.is_some() => {
                     return Err(Error::invalid("more than one unknown piece"));
                 }
-                unk = Some(id as u32);
+                PieceKind::Unknown => unk = Some(id as u32),
+                PieceKind::Byte if !byte_fallback => {
+                    return Err(Error::invalid(format!(
+                        "piece {id} ({:?}) is a byte piece, but byte fallback is off",
+                        piece.text
+                    )));
+                }
+                PieceKind::Byte if parse_byte_piece(&piece.text).is_none() => {
+                    return Err(Error::invalid(format!(
+                        "byte piece {id} is {:?}, not <0xHH> (upper-case hex)",
+                        piece.text
+                    )));
+                }
+                PieceKind::UserDefined if whitespace.remove_extra && piece.text.contains("  ") => {
+                    return Err(Error::invalid(format!(
+                        "user-defined piece {id} ({:?}) holds two spaces in a row, which \
+                         SentencePiece keeps unmerged with remove_extra_whitespaces: not supported",
+                        piece.text
+                    )));
+                }
+                _ => {}
             }
         }
-        let unk = unk.ok_or_else(|| Error::invalid("no unknown piece (<unk>)"))?;
+        let unk = match unk {
+            Some(unk) => unk,
+            None if byte_fallback => NO_UNKNOWN_PIECE,
+            None => return Err(Error::invalid("no unknown piece (<unk>)")),
+        };
+        if !pieces.iter().any(|p| {
+            matches!(
+                p.kind,
+                PieceKind::Normal | PieceKind::UserDefined | PieceKind::Unused
+            )
+        }) {
+            return Err(Error::invalid(
+                "no piece to encode with (only unknown, control and byte pieces)",
+            ));
+        }
         // Spaces walk the trie as ' ' unless some piece holds a real ' '.
         let ascii_spaces = whitespace.escape
             && !pieces
@@ -132,9 +211,7 @@ impl UnigramModel {
             let mut ids = Box::new([u32::MAX; 256]);
             for (id, piece) in pieces.iter().enumerate() {
                 if piece.kind == PieceKind::Byte {
-                    let byte = parse_byte_piece(&piece.text).ok_or_else(|| {
-                        Error::invalid(format!("byte piece {id} is {:?}, not <0xHH>", piece.text))
-                    })?;
+                    let byte = parse_byte_piece(&piece.text).expect("checked above");
                     ids[byte as usize] = id as u32;
                 }
             }
@@ -154,10 +231,22 @@ impl UnigramModel {
             unk,
             byte_pieces,
             whitespace,
+            unk_surface: DEFAULT_UNK_SURFACE.to_owned(),
             ascii_spaces,
             longest_walk,
             min_score,
         })
+    }
+
+    /// The model with the unknown piece decoding to `surface`
+    /// (SentencePiece's `unk_surface`).
+    pub fn with_unk_surface(mut self, surface: String) -> Self {
+        self.unk_surface = surface;
+        self
+    }
+
+    pub fn unk_surface(&self) -> &str {
+        &self.unk_surface
     }
 
     pub fn pieces(&self) -> &[Piece] {
@@ -169,8 +258,8 @@ impl UnigramModel {
         self.ids.get(text).copied()
     }
 
-    pub fn unk_id(&self) -> u32 {
-        self.unk
+    pub fn unk_id(&self) -> Option<u32> {
+        (self.unk != NO_UNKNOWN_PIECE).then_some(self.unk)
     }
 
     pub fn byte_fallback(&self) -> bool {
@@ -253,13 +342,17 @@ impl UnigramModel {
         })
     }
 
-    /// The text of `ids`, as SentencePiece decodes it: `▁` back to spaces,
-    /// the leading `▁` of the text dropped (the dummy prefix), runs of byte
-    /// pieces joined as UTF-8 (invalid bytes as U+FFFD), `<unk>` as " ⁇ ",
-    /// control pieces as nothing.
+    /// The text of `ids`, as SentencePiece decodes it (see the module doc).
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        let ws = self.whitespace;
+        let strips_leading_space = ws.add_dummy_prefix || ws.remove_extra;
         let mut text = String::new();
         let mut bytes = Vec::new();
+        // Whether the text has been empty before every piece so far, and
+        // whether the last piece had its leading `▁` dropped as the dummy
+        // prefix (then no later one is).
+        let mut at_start = true;
+        let mut dropped_prefix = false;
         for &id in ids {
             let piece = self.pieces.get(id as usize).ok_or(Error::UnknownTokenId {
                 id,
@@ -269,39 +362,66 @@ impl UnigramModel {
                 bytes.push(parse_byte_piece(&piece.text).expect("checked at load"));
                 continue;
             }
-            text.push_str(&String::from_utf8_lossy(&bytes));
+            push_utf8_lossy(&mut text, &bytes);
             bytes.clear();
+            at_start &= text.is_empty() && !dropped_prefix;
+            dropped_prefix = false;
             match piece.kind {
                 PieceKind::Control => {}
-                PieceKind::Unknown => text.push_str(" \u{2047} "),
+                PieceKind::Unknown => text.push_str(&self.unk_surface),
                 _ => {
                     let mut surface = piece.text.as_str();
-                    if text.is_empty() && self.whitespace.add_dummy_prefix {
-                        surface = surface.strip_prefix(SPACE_SYMBOL).unwrap_or(surface);
+                    if at_start && strips_leading_space {
+                        if let Some(rest) = surface.strip_prefix(SPACE_SYMBOL) {
+                            surface = rest;
+                            dropped_prefix = !ws.remove_extra;
+                        }
                     }
                     text.push_str(&surface.replace(SPACE_SYMBOL, " "));
                 }
             }
         }
-        text.push_str(&String::from_utf8_lossy(&bytes));
+        push_utf8_lossy(&mut text, &bytes);
         Ok(text)
     }
 }
 
+/// Appends `bytes` as UTF-8, each byte that is not part of a valid
+/// character as U+FFFD (as SentencePiece; `String::from_utf8_lossy` would
+/// put one U+FFFD for an incomplete sequence of several bytes).
+fn push_utf8_lossy(text: &mut String, mut bytes: &[u8]) {
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => return text.push_str(valid),
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                text.push_str(std::str::from_utf8(valid).expect("valid up to here"));
+                let invalid = e.error_len().unwrap_or(rest.len());
+                text.extend(std::iter::repeat_n('\u{FFFD}', invalid));
+                bytes = &rest[invalid..];
+            }
+        }
+    }
+}
+
 /// Writes `text` into `out` as a model sees it, after SentencePiece's
-/// (identity) normalizer: leading spaces dropped, the dummy prefix added,
-/// each run of spaces kept as one, spaces written as `▁`, and trailing `▁`
-/// dropped (a `▁` of the input included, as there).
+/// (identity) normalizer, by default: leading spaces dropped, the dummy
+/// prefix added, each run of spaces kept as one, spaces written as `▁`, and
+/// trailing `▁` dropped (a `▁` of the input included, as there). Each step
+/// as `ws` says; nothing for a text left empty.
 pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     let input = if ws.remove_extra {
         text.trim_start_matches(' ')
     } else {
         text
     };
-    let space = if ws.escape { "\u{2581}" } else { " " };
     out.clear();
+    if input.is_empty() {
+        return;
+    }
+    let space = if ws.escape { "\u{2581}" } else { " " };
     out.reserve(input.len() + 3);
-    if ws.add_dummy_prefix {
+    if ws.add_dummy_prefix && !ws.as_suffix {
         out.push_str(space);
     }
     if ws.escape || !ws.remove_extra {
@@ -334,6 +454,9 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
         while out.ends_with(space) {
             out.truncate(out.len() - space.len());
         }
+    }
+    if ws.add_dummy_prefix && ws.as_suffix {
+        out.push_str(space);
     }
 }
 
@@ -375,12 +498,13 @@ pub fn for_each_word(prepared: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// The byte of a `<0xHH>` piece.
+/// The byte of a `<0xHH>` piece (upper-case hex digits, as SentencePiece
+/// writes and requires them).
 fn parse_byte_piece(text: &str) -> Option<u8> {
     let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;
-    (hex.len() == 2)
-        .then(|| u8::from_str_radix(hex, 16).ok())
-        .flatten()
+    let upper_hex = |b| matches!(b, b'0'..=b'9' | b'A'..=b'F');
+    (hex.len() == 2 && hex.bytes().all(upper_hex))
+        .then(|| u8::from_str_radix(hex, 16).expect("two hex digits"))
 }
 
 #[cfg(test)]
@@ -405,12 +529,7 @@ mod tests {
                 kind: PieceKind::Byte,
             }));
         }
-        let whitespace = Whitespace {
-            remove_extra: true,
-            add_dummy_prefix: true,
-            escape: true,
-        };
-        UnigramModel::new(all, byte_fallback, whitespace).unwrap()
+        UnigramModel::new(all, byte_fallback, Whitespace::default()).unwrap()
     }
 
     #[test]
@@ -473,34 +592,36 @@ mod tests {
         }
         texts.push(format!("{}  b ", "a ".repeat(70)));
         for text in &texts {
-            for (remove_extra, add_dummy_prefix, escape) in
-                (0..8).map(|bits| (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0))
-            {
+            for bits in 0..16 {
                 let ws = Whitespace {
-                    remove_extra,
-                    add_dummy_prefix,
-                    escape,
+                    remove_extra: bits & 1 != 0,
+                    add_dummy_prefix: bits & 2 != 0,
+                    escape: bits & 4 != 0,
+                    as_suffix: bits & 8 != 0,
                 };
-                let space = if escape { "▁" } else { " " };
-                let expected = if remove_extra {
+                let space = if ws.escape { "▁" } else { " " };
+                let (prefix, suffix) = match (ws.add_dummy_prefix, ws.as_suffix) {
+                    (false, _) => ("", ""),
+                    (true, false) => (space, ""),
+                    (true, true) => ("", space),
+                };
+                let expected = if ws.remove_extra {
                     let words: Vec<&str> = text.split(' ').filter(|w| !w.is_empty()).collect();
-                    let joined = words.join(space);
-                    let prefixed = if add_dummy_prefix && !joined.is_empty() {
-                        format!("{space}{joined}")
+                    let joined = format!("{prefix}{}", words.join(space));
+                    let trimmed = joined.trim_end_matches(space);
+                    if words.is_empty() {
+                        String::new()
                     } else {
-                        joined
-                    };
-                    prefixed.trim_end_matches(space).to_owned()
+                        format!("{trimmed}{suffix}")
+                    }
+                } else if text.is_empty() {
+                    String::new()
                 } else {
-                    let prefix = if add_dummy_prefix { space } else { "" };
-                    format!("{prefix}{}", text.replace(' ', space))
+                    format!("{prefix}{}{suffix}", text.replace(' ', space))
                 };
                 let mut out = String::new();
                 prepare_text(text, ws, &mut out);
-                assert_eq!(
-                    out, expected,
-                    "{text:?} {remove_extra} {add_dummy_prefix} {escape}"
-                );
+                assert_eq!(out, expected, "{text:?} {ws:?}");
             }
             // The walk text is the prepared text with `▁` as a space.
             let mut prepared = String::new();
@@ -532,5 +653,118 @@ mod tests {
         let ids = b.encode("aé");
         assert_eq!(ids.len(), 4);
         assert_eq!(b.decode(&ids).unwrap(), "aé");
+    }
+
+    /// The leading `▁` SentencePiece drops in decoding, by setting: once
+    /// with only the dummy prefix, from each piece while the text is empty
+    /// with extra spaces removed, never with neither.
+    #[test]
+    fn decoding_leading_spaces() {
+        let pieces = [("▁", -1.0), ("▁a", -2.0), ("a", -2.0)];
+        let mut all = vec![Piece {
+            text: "<unk>".into(),
+            score: 0.0,
+            kind: PieceKind::Unknown,
+        }];
+        all.push(Piece {
+            text: "<s>".into(),
+            score: 0.0,
+            kind: PieceKind::Control,
+        });
+        all.extend(pieces.iter().map(|&(text, score)| Piece {
+            text: text.into(),
+            score,
+            kind: PieceKind::Normal,
+        }));
+        // <s> ▁ ▁ ▁a a
+        let ids = [1, 2, 2, 3, 4];
+        for (remove_extra, add_dummy_prefix, expected) in [
+            (true, true, "aa"),
+            (true, false, "aa"),
+            (false, true, "  aa"),
+            (false, false, "   aa"),
+        ] {
+            let ws = Whitespace {
+                remove_extra,
+                add_dummy_prefix,
+                ..Whitespace::default()
+            };
+            let m = UnigramModel::new(all.clone(), false, ws).unwrap();
+            assert_eq!(m.decode(&ids).unwrap(), expected, "{ws:?}");
+            // The unknown piece's surface makes the text non-empty.
+            let m = m.with_unk_surface("?".into());
+            assert_eq!(m.decode(&[0, 3]).unwrap(), "? a");
+        }
+    }
+
+    #[test]
+    fn byte_runs_decode_one_replacement_per_bad_byte() {
+        let b = model(&[("▁", -1.0)], true);
+        let byte = |x: u8| b.piece_id(&format!("<0x{x:02X}>")).unwrap();
+        // An incomplete `▁` (E2 96), then 'A': two U+FFFD, as SentencePiece.
+        let ids = [byte(0xE2), byte(0x96), byte(b'A'), byte(0xC3), byte(0xA9)];
+        assert_eq!(b.decode(&ids).unwrap(), "\u{FFFD}\u{FFFD}Aé");
+        assert_eq!(
+            b.decode(&[byte(0xF0), byte(0x9F)]).unwrap(),
+            "\u{FFFD}\u{FFFD}"
+        );
+    }
+
+    /// Models SentencePiece refuses (and one it reads otherwise).
+    #[test]
+    fn inconsistent_models_refused() {
+        let piece = |text: &str, kind| Piece {
+            text: text.into(),
+            score: -1.0,
+            kind,
+        };
+        let unk = piece("<unk>", PieceKind::Unknown);
+        let a = piece("a", PieceKind::Normal);
+        let cases = [
+            (
+                vec![unk.clone(), piece("<0x41>", PieceKind::Byte), a.clone()],
+                "byte fallback is off",
+            ),
+            (vec![unk.clone(), piece("a\0", PieceKind::Normal)], "NUL"),
+            (
+                vec![unk.clone(), piece("<s>", PieceKind::Control)],
+                "no piece to encode with",
+            ),
+            (
+                vec![unk.clone(), a.clone(), piece("a", PieceKind::Control)],
+                "both \"a\"",
+            ),
+            (
+                vec![unk.clone(), piece("x  y", PieceKind::UserDefined)],
+                "two spaces in a row",
+            ),
+            (vec![a.clone()], "no unknown piece"),
+        ];
+        for (pieces, message) in cases {
+            let err = UnigramModel::new(pieces, false, Whitespace::default()).err();
+            let err = err.expect(message).to_string();
+            assert!(err.contains(message), "{err}");
+        }
+        // Byte pieces are <0xHH> with upper-case hex.
+        let mut bytes: Vec<Piece> = (0..=255u8)
+            .map(|b| piece(&format!("<0x{b:02X}>"), PieceKind::Byte))
+            .collect();
+        bytes.extend([unk, a]);
+        assert!(UnigramModel::new(bytes.clone(), true, Whitespace::default()).is_ok());
+        // With byte fallback, SentencePiece also loads a model without an
+        // unknown piece: unknown characters are bytes.
+        let no_unk = bytes[..256].iter().chain(&bytes[257..]).cloned().collect();
+        let m = UnigramModel::new(no_unk, true, Whitespace::default()).unwrap();
+        assert_eq!(m.unk_id(), None);
+        let ids = m.encode("é");
+        assert_eq!(ids.len(), 5); // `▁` and `é`, as bytes
+        assert!(ids
+            .iter()
+            .all(|&id| m.pieces()[id as usize].kind == PieceKind::Byte));
+        for bad in ["<0x4a>", "<0x+A>", "<0x4A >", "<0x004A>"] {
+            bytes[0x4A].text = bad.into();
+            let err = UnigramModel::new(bytes.clone(), true, Whitespace::default()).err();
+            assert!(err.expect(bad).to_string().contains("not <0xHH>"), "{bad}");
+        }
     }
 }
