@@ -296,7 +296,8 @@ def _subject(tokenizer: Tokenizer, name: str, source: str, digest: str | None) -
         fallback = [i for i, p in enumerate(pieces) if tokenizer.byte_fallback and _is_byte_piece(p)]
         bytes_ = set(fallback)
         texts = [None if i in bytes_ else p.replace("\u2581", " ") for i, p in enumerate(pieces)]
-        return _Subject(name, tokenizer, source, digest, n, [core.unk_id], fallback, texts)
+        unknown = [] if core.unk_id is None else [core.unk_id]
+        return _Subject(name, tokenizer, source, digest, n, unknown, fallback, texts)
     raise TypeError(f"cannot measure {type(tokenizer).__name__}: expected a polytok tokenizer")
 
 

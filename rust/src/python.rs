@@ -952,8 +952,10 @@ impl Unigram {
         self.model.byte_fallback()
     }
 
+    /// The unknown piece's id; `None` for a model without one (byte
+    /// fallback covers every text).
     #[getter]
-    fn unk_id(&self) -> u32 {
+    fn unk_id(&self) -> Option<u32> {
         self.model.unk_id()
     }
 }
