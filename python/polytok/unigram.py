@@ -182,12 +182,12 @@ class UnigramTokenizer:
 
         Raises :class:`polytok.TokenizerFileError` (a ``ValueError``) naming
         the file for what ``sentencepiece`` refuses (a damaged or truncated
-        file, a missing or second ``<unk>``, empty, NUL-holding or repeated
-        pieces, non-finite scores, byte pieces without byte fallback or
-        missing with it) and for what polytok would encode or decode
-        otherwise: other normalizations, a denormalizer, other model types,
-        and user-defined pieces with two spaces in a row when extra spaces
-        are removed."""
+        file, a second ``<unk>`` or none without byte fallback, empty,
+        NUL-holding or repeated pieces, non-finite scores, byte pieces
+        without byte fallback or missing with it) and for what polytok would
+        encode or decode otherwise: other normalizations, a denormalizer,
+        other model types, and user-defined pieces with two spaces in a row
+        when extra spaces are removed."""
         with open(path, "rb") as f:
             data = f.read()
         return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
