@@ -116,15 +116,18 @@ def test_tokenizers_pickle_exactly(tokenizers, model, tmp_path):
 
 def _encode(args):
     tok, text = args
-    return tok.encode(text)
+    return tok.encode(text), tok.encode_batch([text] * 100)
 
 
 @pytest.mark.parametrize("method", multiprocessing.get_all_start_methods())
 def test_tokenizers_go_to_process_pools(tokenizers, method):
+    # Batches in the parent first: a forked child inherits its thread pool
+    # without the threads, and its own batches must not wait for them.
+    expected = [(tok.encode(text), tok.encode_batch([text] * 100)) for tok in tokenizers.values() for text in TEXTS]
     context = multiprocessing.get_context(method)
     jobs = [(tok, text) for tok in tokenizers.values() for text in TEXTS]
     with context.Pool(2) as pool:
-        assert pool.map(_encode, jobs) == [tok.encode(text) for tok, text in jobs]
+        assert pool.map(_encode, jobs, chunksize=1) == expected
 
 
 # ---------------------------------------------------------- ids, arguments

@@ -4,7 +4,7 @@
 //! Rust modules.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
@@ -75,6 +75,40 @@ fn guarded<T: Send>(py: Python<'_>, detach: bool, work: impl FnOnce() -> T + Sen
             "polytok internal error ({message}); please report it"
         ))
     })
+}
+
+/// Runs `work` like `guarded`, without the GIL, in polytok's thread pool:
+/// its parallel loops run there rather than in rayon's global pool. A
+/// child made by `fork` inherits the global pool without its threads, so
+/// its first parallel call would wait forever; polytok's pool is made anew
+/// in each process. (Training keeps the calling thread, which must see
+/// Ctrl-C, and so rayon's global pool.)
+fn in_pool<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    let pool = thread_pool()?;
+    guarded(py, true, || pool.install(work))
+}
+
+/// This process's pool (see `in_pool`).
+fn thread_pool() -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, pool)) = &*slot {
+        if *owner == pid {
+            return Ok(pool.clone());
+        }
+    }
+    // A pool inherited through fork has no threads to stop: forget it.
+    if let Some((_, inherited)) = slot.take() {
+        std::mem::forget(inherited);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("polytok-{i}"))
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start polytok's threads: {e}")))?;
+    let pool = Arc::new(pool);
+    *slot = Some((pid, pool.clone()));
+    Ok(pool)
 }
 
 /// Runs `work` without the GIL, with a progress callback that re-takes the
@@ -185,7 +219,7 @@ impl PieceCounter {
     fn add_texts(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<()> {
         let texts = strings(texts)?;
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let counts = guarded(py, true, || self.counter.count_texts(&texts))?.map_err(to_py)?;
+        let counts = in_pool(py, || self.counter.count_texts(&texts))?.map_err(to_py)?;
         self.lock().merge(counts);
         Ok(())
     }
@@ -395,7 +429,7 @@ fn encode_batch_lists<'py>(
     let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
     let _paused = GcPause::new(py)?;
-    let chunks = guarded(py, true, || {
+    let chunks = in_pool(py, || {
         batch::encode_chunks(
             &texts,
             |chunk, runs| encode_texts(chunk, &allowed, runs),
@@ -426,7 +460,7 @@ fn encode_batch_flat<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let chunks = guarded(py, true, || {
+    let chunks = in_pool(py, || {
         batch::encode_chunks(&texts, &encode_texts, |runs| {
             let counts: Vec<u32> = runs.iter().map(|ids| ids.len() as u32).collect();
             (runs.ids().to_vec(), counts)
@@ -995,7 +1029,7 @@ fn scripts(py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<&'static str>> {
 #[pyfunction]
 fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> PyResult<Vec<(Vec<String>, Vec<u64>)>> {
     use rayon::prelude::*;
-    guarded(py, true, || {
+    in_pool(py, || {
         texts
             .par_iter()
             .map(|texts| {
