@@ -552,11 +552,11 @@ def report(
     lorenz_curves: dict[str, list[tuple[float, float]]] = {}
     script_shares: dict[str, dict[str, float]] = {}
     with progress_callback(wanted(progress)) as callback:
+        total = len(subjects) * len(languages)
         for k, subject in enumerate(subjects):
-            if callback:
-                callback("measuring", k, len(subjects))
             measured = _measure(
-                subject, languages, all_lines, n_lines, words, spaced_words, resamples, confidence, pivot
+                subject, languages, all_lines, n_lines, words, spaced_words, resamples, confidence, pivot,
+                lambda done: callback and callback("measuring", k * len(languages) + done, total),
             )
             vocab_scripts = Counter(
                 "bytes" if text is None else script
@@ -623,7 +623,7 @@ def report(
             lorenz_curves[subject.name] = lorenz(costs)
             rows.extend(subject_rows)
         if callback:
-            callback("measuring", len(subjects), len(subjects))
+            callback("measuring", total, total)
     metadata = {
         "polytok_version": __version__,
         "corpus": corpus.source,
@@ -670,13 +670,23 @@ def _measure(
     resamples,
     confidence: float,
     pivot: str,
+    languages_done: Callable[[int], object],
 ) -> dict:
     """Token counts per language, unknown and fallback tokens, vocabulary
-    use, premiums with intervals and continued words, for one tokenizer."""
+    use, premiums with intervals and continued words, for one tokenizer;
+    ``languages_done(n)`` is told as languages are encoded."""
     import numpy as np
 
     n_languages = len(languages)
-    ids, counts = subject.encode_flat(all_lines)
+    # A few thousand lines per batch: enough for every core, and progress
+    # to show between batches.
+    group = max(1, 4096 // max(n_lines, 1))
+    parts = []
+    for start in range(0, n_languages, group):
+        parts.append(subject.encode_flat(all_lines[start * n_lines : (start + group) * n_lines]))
+        languages_done(min(start + group, n_languages))
+    ids = np.concatenate([part[0] for part in parts])
+    counts = np.concatenate([part[1] for part in parts])
     per_line = counts.astype(np.int64).reshape(n_languages, n_lines)
     tokens = per_line.sum(axis=1)
     # Where each language's ids start in `ids`.
