@@ -1,0 +1,80 @@
+"""The base of the pipeline's components (normalizers, pre-tokenizers,
+processors, decoders): small immutable objects that describe a step, saved
+with the tokenizer as ``{"type": NAME, ...}`` and run by the Rust core.
+
+A component holds its settings only; the work happens in Rust, which
+receives the whole pipeline as JSON once, when a tokenizer is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class Component:
+    """A pipeline step: its settings, as keyword arguments.
+
+    Subclasses declare ``kind`` (``"normalizer"``, ...) on their family's
+    base class and may override ``type_name`` (the ``"type"`` saved in
+    files; the class name by default). Their ``__init__`` stores each
+    setting as an attribute of the same name, listed in ``_fields``.
+    """
+
+    kind: ClassVar[str] = "component"
+    type_name: ClassVar[str | None] = None
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _registry: ClassVar[dict[str, dict[str, type[Component]]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            return  # a family's base class
+        name = cls.__dict__.get("type_name") or cls.__name__
+        cls.type_name = name
+        Component._registry.setdefault(cls.kind, {})[name] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as saved in tokenizer files: ``{"type": NAME, ...}``."""
+        out: dict[str, Any] = {"type": self.type_name}
+        for field in self._fields:
+            value = getattr(self, field)
+            if isinstance(value, Component):
+                value = value.to_dict()
+            elif isinstance(value, (list, tuple)) and value and isinstance(value[0], Component):
+                value = [v.to_dict() for v in value]
+            out[field] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Component:
+        """The step that :meth:`to_dict` wrote (``cls`` is its family's base
+        class). An unknown ``"type"`` is refused, naming it and the known ones."""
+        family = Component._registry.get(cls.kind, {})
+        if not isinstance(data, dict) or "type" not in data:
+            raise ValueError(f"a {cls.kind} must be an object with a 'type', not {data!r}")
+        name = data["type"]
+        sub = family.get(name)
+        if sub is None:
+            known = ", ".join(sorted(family))
+            raise ValueError(f"unknown {cls.kind} type {name!r} (polytok knows: {known})")
+        settings = {k: v for k, v in data.items() if k != "type"}
+        unknown = set(settings) - set(sub._fields)
+        if unknown:
+            raise ValueError(f"{cls.kind} {name!r}: unknown setting(s) {', '.join(sorted(unknown))}")
+        return sub._from_settings(settings)
+
+    @classmethod
+    def _from_settings(cls, settings: dict[str, Any]) -> Component:
+        """Builds the step from its saved settings (nested steps of a
+        sequence are rebuilt by the subclass)."""
+        return cls(**settings)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.to_dict() == self.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({args})"

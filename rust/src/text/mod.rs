@@ -1,0 +1,198 @@
+//! The text layer: what happens to text before a model sees it, and how
+//! to find, afterwards, where in the caller's text each token came from.
+//!
+//! - [`Normalized`]: a text being transformed, with (when offsets are
+//!   wanted) the span of original bytes behind each of its bytes;
+//! - [`normalizers`]: Unicode forms, case, accents, white space, BERT's
+//!   cleaning, regular-expression replacement, each keeping that map;
+//! - [`pre_tokenizers`]: cutting normalized text into the pieces a model
+//!   encodes one by one (patterns, white space and punctuation, `▁`).
+//!
+//! The ids-only path builds a `Normalized` without the map (`track =
+//! false`): the transforms then only write text, and no per-byte table is
+//! filled. The `Encoding` path tracks it.
+
+pub mod normalizers;
+pub mod pre_tokenizers;
+
+use std::ops::Range;
+
+/// A span of original bytes, `(start, end)`. A byte inserted by a
+/// normalizer (a prefix, a space around a CJK ideograph) gets the empty span
+/// at the place it was inserted.
+pub type Span = (u32, u32);
+
+/// Text under normalization. With tracking on, `spans[i]` is the span of
+/// original bytes that byte `i` of `text` comes from; every byte of one
+/// character has the same span.
+#[derive(Clone, Debug, Default)]
+pub struct Normalized {
+    text: String,
+    spans: Vec<Span>,
+    track: bool,
+}
+
+impl Normalized {
+    /// `text` as it is, its map the identity when `track`.
+    pub fn new(text: &str, track: bool) -> Self {
+        let mut n = Normalized { text: String::new(), spans: Vec::new(), track };
+        n.reset(text, 0);
+        n
+    }
+
+    /// Starts afresh with `text`, whose first byte is byte `offset` of the
+    /// original (a segment between special tokens), keeping the buffers.
+    pub fn reset(&mut self, text: &str, offset: u32) {
+        self.text.clear();
+        self.text.push_str(text);
+        self.spans.clear();
+        if self.track {
+            self.spans.reserve(text.len());
+            for (i, c) in text.char_indices() {
+                let span = (offset + i as u32, offset + (i + c.len_utf8()) as u32);
+                self.spans.extend(std::iter::repeat_n(span, c.len_utf8()));
+            }
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_tracking(&self) -> bool {
+        self.track
+    }
+
+    /// The original span of the normalized bytes `range` (non-empty for a
+    /// non-empty range; `(0, 0)` without tracking).
+    pub fn original_span(&self, range: Range<usize>) -> Span {
+        if !self.track {
+            return (0, 0);
+        }
+        if range.is_empty() {
+            let at = self.spans.get(range.start).map_or_else(|| self.end_of_original(), |s| s.0);
+            return (at, at);
+        }
+        (self.spans[range.start].0, self.spans[range.end - 1].1)
+    }
+
+    /// Where the original text ends, as far as this text knows.
+    fn end_of_original(&self) -> u32 {
+        self.spans.last().map_or(0, |s| s.1)
+    }
+
+    /// The span of the character at byte `at` (tracking only).
+    fn span_at(&self, at: usize) -> Span {
+        self.spans[at]
+    }
+
+    /// Replaces the text by what `build` writes into a [`Builder`], given
+    /// this text: each character it pushes comes with the original span it
+    /// stands for.
+    pub fn rebuild(&mut self, build: impl FnOnce(&Normalized, &mut Builder)) {
+        let mut builder = Builder {
+            text: String::with_capacity(self.text.len()),
+            spans: Vec::new(),
+            track: self.track,
+        };
+        if self.track {
+            builder.spans.reserve(self.text.len());
+        }
+        build(self, &mut builder);
+        self.text = builder.text;
+        self.spans = builder.spans;
+    }
+
+    /// Each character with its byte position and original span (`(0, 0)`
+    /// without tracking).
+    pub fn chars_with_spans(&self) -> impl Iterator<Item = (usize, char, Span)> + '_ {
+        self.text.char_indices().map(move |(i, c)| {
+            let span = if self.track { self.span_at(i) } else { (0, 0) };
+            (i, c, span)
+        })
+    }
+
+    /// The empty span just before the character at byte `at` (or at the
+    /// end), for inserted text.
+    pub fn insertion_span(&self, at: usize) -> Span {
+        if !self.track {
+            return (0, 0);
+        }
+        let p = self.spans.get(at).map_or_else(|| self.end_of_original(), |s| s.0);
+        (p, p)
+    }
+}
+
+/// Collects a rebuilt text and its map (see [`Normalized::rebuild`]).
+pub struct Builder {
+    text: String,
+    spans: Vec<Span>,
+    track: bool,
+}
+
+impl Builder {
+    /// Appends `c`, which stands for the original bytes `span`.
+    #[inline]
+    pub fn push(&mut self, c: char, span: Span) {
+        self.text.push(c);
+        if self.track {
+            self.spans.extend(std::iter::repeat_n(span, c.len_utf8()));
+        }
+    }
+
+    /// Appends `s`, every character of it standing for `span`.
+    pub fn push_str(&mut self, s: &str, span: Span) {
+        self.text.push_str(s);
+        if self.track {
+            self.spans.extend(std::iter::repeat_n(span, s.len()));
+        }
+    }
+
+    /// Appends bytes `range` of `source` unchanged, with their spans.
+    pub fn copy(&mut self, source: &Normalized, range: Range<usize>) {
+        self.text.push_str(&source.text[range.clone()]);
+        if self.track {
+            self.spans.extend_from_slice(&source.spans[range]);
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_map_and_rebuild() {
+        let mut n = Normalized::new("aé b", true);
+        assert_eq!(n.original_span(1..3), (1, 3));
+        n.rebuild(|src, out| {
+            out.push('▁', src.insertion_span(0));
+            for (_, c, span) in src.chars_with_spans() {
+                if c == ' ' {
+                    out.push('▁', span);
+                } else {
+                    out.push_str(&c.to_uppercase().to_string(), span);
+                }
+            }
+        });
+        assert_eq!(n.as_str(), "▁AÉ▁B");
+        // "▁A" is the inserted prefix and "a": original bytes 0..1.
+        assert_eq!(n.original_span(0..4), (0, 1));
+        assert_eq!(n.original_span(0..3), (0, 0));
+        // "É" is "é" (bytes 1..3), "▁" the space (3..4).
+        assert_eq!(n.original_span(4..6), (1, 3));
+        assert_eq!(n.original_span(6..9), (3, 4));
+    }
+
+    #[test]
+    fn untracked_writes_text_only() {
+        let mut n = Normalized::new("ab", false);
+        n.rebuild(|src, out| out.copy(src, 0..1));
+        assert_eq!(n.as_str(), "a");
+        assert_eq!(n.original_span(0..1), (0, 0));
+    }
+}

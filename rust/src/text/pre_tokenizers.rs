@@ -1,0 +1,1 @@
+//! Pre-tokenizers: cut normalized text into the pieces a model encodes.
