@@ -27,6 +27,7 @@ pub mod model_file;
 mod pair_index;
 pub mod pretokenize;
 pub mod progress;
+pub mod text;
 pub mod text_stats;
 pub mod trie;
 pub mod unigram;
