@@ -94,6 +94,10 @@ def test_errors_are_one_line_messages(tmp_path):
     assert result.exit_code == 1 and "y.json" in result.output
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     "model_options",
     [["--vocab-size", "150000", "--min-frequency", "1"], ["--model", "unigram", "--vocab-size", "20000"]],
@@ -111,6 +115,10 @@ def test_ctrl_c_stops_training_promptly(tmp_path, model_options):
     process = subprocess.Popen(
         [sys.executable, "-m", "polytok", "train", *model_options, str(corpus), "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A runner started in the background ignores SIGINT, and its children
+        # inherit that: Python then installs no KeyboardInterrupt handler.
+        # The child gets the default disposition, as from a terminal.
+        preexec_fn=_default_sigint,
     )
     time.sleep(2.0)
     assert process.poll() is None, "training finished before it could be interrupted"
