@@ -301,21 +301,28 @@ fn is_punctuation(c: char) -> bool {
     }
 }
 
+/// Whether `c` is white space, and whether it is punctuation, to BERT's
+/// pre-tokenizer.
+#[inline]
+pub(crate) fn space_or_punctuation(c: char) -> (bool, bool) {
+    if c.is_ascii() {
+        let class = ASCII_CLASS[c as usize];
+        (
+            class == AsciiClass::Space || matches!(c, '\x0B' | '\x0C'),
+            class == AsciiClass::Punctuation,
+        )
+    } else {
+        let flags = char_info(c).flags;
+        (flags & SPACE != 0, flags & PUNCT != 0)
+    }
+}
+
 /// Calls `f` with each word of normalized text: the runs between white
 /// space, with every punctuation character a word of its own.
 pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let mut start = None;
     for (i, c) in text.char_indices() {
-        let (space, punctuation) = if c.is_ascii() {
-            let class = ASCII_CLASS[c as usize];
-            (
-                class == AsciiClass::Space || matches!(c, '\x0B' | '\x0C'),
-                class == AsciiClass::Punctuation,
-            )
-        } else {
-            let flags = char_info(c).flags;
-            (flags & SPACE != 0, flags & PUNCT != 0)
-        };
+        let (space, punctuation) = space_or_punctuation(c);
         if space || punctuation {
             if let Some(s) = start.take() {
                 f(&text[s..i]);

@@ -209,6 +209,30 @@ impl BpeModel {
         })
     }
 
+    /// Appends the ids of the pieces `pieces` of `text` (pre-tokenized by
+    /// the caller) and, with `ends`, each token's end byte in `text`.
+    pub fn encode_pieces(
+        &self,
+        text: &str,
+        pieces: &[std::ops::Range<usize>],
+        out: &mut Vec<u32>,
+        mut ends: Option<&mut Vec<u32>>,
+    ) {
+        self.with_state(|state| {
+            for range in pieces {
+                let first = out.len();
+                self.encode_piece(text[range.clone()].as_bytes(), out, state);
+                if let Some(ends) = ends.as_deref_mut() {
+                    let mut at = range.start as u32;
+                    for &id in &out[first..] {
+                        at += self.vocab.token_len(id) as u32;
+                        ends.push(at);
+                    }
+                }
+            }
+        })
+    }
+
     fn encode_with(
         &self,
         text: &str,

@@ -23,7 +23,7 @@
 use std::cell::RefCell;
 
 use super::piece_trie::NO_PIECE;
-use super::{PieceKind, UnigramModel};
+use super::{PieceKind, UnigramModel, SPACE_SYMBOL};
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
@@ -61,7 +61,13 @@ struct BestPaths {
 impl UnigramModel {
     /// Appends the ids of a walk text (see `walk_text`).
     pub(super) fn encode_prepared(&self, text: &str, out: &mut Vec<u32>) {
-        let bytes = text.as_bytes();
+        self.encode_walk(text.as_bytes(), out, None);
+    }
+
+    /// Appends the ids of a walk text and, with `ends`, the end of each
+    /// token in the text the walk text stands for (`▁` three bytes where
+    /// the walk has `' '`), counted from `ends.1`.
+    fn encode_walk(&self, bytes: &[u8], out: &mut Vec<u32>, ends: Option<(&mut Vec<u32>, u32)>) {
         if bytes.is_empty() {
             return;
         }
@@ -69,7 +75,59 @@ impl UnigramModel {
             let (best, spans) = &mut *buffers.borrow_mut();
             self.viterbi(bytes, best);
             self.best_pieces(bytes, best, spans, out);
+            if let Some((ends, mut at)) = ends {
+                // Token lengths in the original form: a piece's own text,
+                // or an unknown span's bytes with each walk space as `▁`.
+                let space_extra = if self.ascii_spaces { SPACE_SYMBOL.len_utf8() - 1 } else { 0 };
+                let mut ids = out[out.len() - count_tokens(spans, self.byte_pieces.is_some(), bytes, space_extra)..].iter();
+                for &(piece, begin, end) in spans.iter().rev() {
+                    if piece != UNKNOWN {
+                        let id = *ids.next().expect("one id per piece");
+                        at += self.pieces[id as usize].text.len() as u32;
+                        ends.push(at);
+                    } else if self.byte_pieces.is_some() {
+                        for _ in 0..original_len(&bytes[begin..end], space_extra) {
+                            ids.next();
+                            at += 1;
+                            ends.push(at);
+                        }
+                    } else {
+                        ids.next();
+                        at += original_len(&bytes[begin..end], space_extra) as u32;
+                        ends.push(at);
+                    }
+                }
+            }
         });
+    }
+
+    /// Appends the ids of `piece` (normalized text, `▁` for spaces) and,
+    /// with `ends`, each token's end byte counted from `ends.1`. A space
+    /// left as `' '` is no `▁`: where the trie holds `▁` as `' '`, such
+    /// spaces are encoded apart, as unknown characters.
+    pub fn encode_piece(&self, piece: &str, out: &mut Vec<u32>, mut ends: Option<(&mut Vec<u32>, u32)>) {
+        if !self.ascii_spaces {
+            return self.encode_walk(piece.as_bytes(), out, ends);
+        }
+        let mut walk = String::with_capacity(piece.len());
+        let mut at = ends.as_ref().map_or(0, |e| e.1);
+        for (i, part) in piece.split(' ').enumerate() {
+            if i > 0 {
+                // The literal space: unknown.
+                match &self.byte_pieces {
+                    Some(byte_ids) => out.push(byte_ids[b' ' as usize]),
+                    None => out.push(self.unk),
+                }
+                at += 1;
+                if let Some((ends, _)) = ends.as_mut() {
+                    ends.push(at);
+                }
+            }
+            walk.clear();
+            walk.push_str(&part.replace(SPACE_SYMBOL, " "));
+            self.encode_walk(walk.as_bytes(), out, ends.as_mut().map(|(e, _)| (&mut **e, at)));
+            at += part.len() as u32;
+        }
     }
 
     /// Fills `best` with the best path ending at each character end.
@@ -217,6 +275,22 @@ impl UnigramModel {
             start = char_end;
         }
     }
+}
+
+/// The number of ids `best_pieces` wrote for `spans`.
+fn count_tokens(spans: &[Span], byte_fallback: bool, bytes: &[u8], space_extra: usize) -> usize {
+    spans
+        .iter()
+        .map(|&(piece, begin, end)| match piece {
+            UNKNOWN if byte_fallback => original_len(&bytes[begin..end], space_extra),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// The length of a walk text's bytes in the original form.
+fn original_len(walk: &[u8], space_extra: usize) -> usize {
+    walk.len() + space_extra * memchr::memchr_iter(b' ', walk).count()
 }
 
 /// The length of the UTF-8 character that starts with `first`.

@@ -197,7 +197,9 @@ impl WordPieceModel {
                     Segment::Text(text) => {
                         normalized.clear();
                         self.settings.normalizer.normalize_into(text, normalized);
-                        for_each_word(normalized, |word| self.encode_word(word, out));
+                        for_each_word(normalized, |word| {
+                            self.encode_word(word, out);
+                        });
                     }
                     Segment::Special(token) => out.push(
                         self.special_id(token)
@@ -209,15 +211,46 @@ impl WordPieceModel {
         let Ok(()) = done;
     }
 
+    /// Appends the tokens of `word`, or the unknown token; returns whether
+    /// the word was matched.
     #[inline]
-    fn encode_word(&self, word: &str, out: &mut Vec<u32>) {
+    fn encode_word(&self, word: &str, out: &mut Vec<u32>) -> bool {
         // Bytes bound characters: count them only for long words.
         let max = self.settings.max_input_chars_per_word;
         if word.len() > max && word.chars().count() > max {
             out.push(self.unk);
-            return;
+            return false;
         }
-        self.matcher.encode_word(word.as_bytes(), self.unk, out);
+        self.matcher.encode_word(word.as_bytes(), self.unk, out)
+    }
+
+    /// Appends the ids of the words `pieces` of `text` (normalized and
+    /// pre-tokenized by the caller) and, with `ends`, each token's end byte
+    /// in `text`: a continuation token covers its text without the prefix,
+    /// the unknown token its whole word.
+    pub fn encode_pieces(
+        &self,
+        text: &str,
+        pieces: &[std::ops::Range<usize>],
+        out: &mut Vec<u32>,
+        mut ends: Option<&mut Vec<u32>>,
+    ) {
+        let prefix = self.settings.continuing_subword_prefix.len();
+        for range in pieces {
+            let first = out.len();
+            let matched = self.encode_word(&text[range.clone()], out);
+            if let Some(ends) = ends.as_deref_mut() {
+                if !matched {
+                    ends.push(range.end as u32);
+                    continue;
+                }
+                let mut at = range.start;
+                for (i, &id) in out[first..].iter().enumerate() {
+                    at += self.vocab.token_len(id) - if i > 0 { prefix } else { 0 };
+                    ends.push(at as u32);
+                }
+            }
+        }
     }
 
     /// The text of `ids`: continuation tokens joined to the token before
