@@ -32,6 +32,7 @@ pub mod processors;
 pub mod progress;
 pub mod text;
 pub mod text_stats;
+pub mod tokenizer;
 pub mod trie;
 pub mod unigram;
 pub mod vocab;

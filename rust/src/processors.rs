@@ -130,6 +130,11 @@ impl Template {
         Ok(template)
     }
 
+    /// The ids of the template's special tokens.
+    pub fn token_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tokens.values().flat_map(|t| t.ids.iter().copied())
+    }
+
     /// The number of tokens the template adds.
     pub fn added_tokens(&self, pair: bool) -> Result<usize> {
         let pieces = self.pieces(pair)?;

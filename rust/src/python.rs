@@ -25,6 +25,8 @@ use crate::text_stats;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
+mod pipeline;
+
 create_exception!(
     polytok,
     PolytokError,
@@ -487,14 +489,14 @@ fn encode_batch_flat<'py>(
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
-    model: BpeModel,
+    pub(crate) model: Arc<BpeModel>,
     ints: Ints,
 }
 
 impl Bpe {
     fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(Bpe { model, ints })
+        Ok(Bpe { model: Arc::new(model), ints })
     }
 }
 
@@ -648,14 +650,14 @@ impl Bpe {
 /// A WordPiece model (the Rust side of `polytok.WordPieceTokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct WordPiece {
-    model: WordPieceModel,
+    pub(crate) model: Arc<WordPieceModel>,
     ints: Ints,
 }
 
 impl WordPiece {
     fn new(py: Python<'_>, model: WordPieceModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(WordPiece { model, ints })
+        Ok(WordPiece { model: Arc::new(model), ints })
     }
 }
 
@@ -833,14 +835,14 @@ impl WordPiece {
 /// A Unigram model (the Rust side of `polytok.UnigramTokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct Unigram {
-    model: UnigramModel,
+    pub(crate) model: Arc<UnigramModel>,
     ints: Ints,
 }
 
 impl Unigram {
     fn new(py: Python<'_>, model: UnigramModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.pieces().len())?;
-        Ok(Unigram { model, ints })
+        Ok(Unigram { model: Arc::new(model), ints })
     }
 
     fn piece_at(&self, id: u32) -> PyResult<&unigram::Piece> {
@@ -1055,6 +1057,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Bpe>()?;
     m.add_class::<WordPiece>()?;
     m.add_class::<Unigram>()?;
+    pipeline::register(m)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add_function(wrap_pyfunction!(file_model, m)?)?;

@@ -35,14 +35,15 @@ pub struct Normalized {
 impl Normalized {
     /// `text` as it is, its map the identity when `track`.
     pub fn new(text: &str, track: bool) -> Self {
-        let mut n = Normalized { text: String::new(), spans: Vec::new(), track };
-        n.reset(text, 0);
+        let mut n = Normalized::default();
+        n.reset(text, 0, track);
         n
     }
 
     /// Starts afresh with `text`, whose first byte is byte `offset` of the
     /// original (a segment between special tokens), keeping the buffers.
-    pub fn reset(&mut self, text: &str, offset: u32) {
+    pub fn reset(&mut self, text: &str, offset: u32, track: bool) {
+        self.track = track;
         self.text.clear();
         self.text.push_str(text);
         self.spans.clear();

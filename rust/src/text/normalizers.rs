@@ -16,6 +16,11 @@ pub enum Normalizer {
 }
 
 impl Normalizer {
+    /// Parses a JSON spec, naming what is wrong with it.
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| crate::error::Error::invalid(format!("normalizer {json}: {e}")))
+    }
+
     /// Applies this step to `text`.
     pub fn normalize(&self, text: &mut Normalized) -> Result<()> {
         match self {

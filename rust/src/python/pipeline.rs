@@ -1,0 +1,352 @@
+//! The PyO3 side of the pipeline: `_core.Pipeline` (a model with its text
+//! handling and post-processing, built from the Python components' JSON)
+//! and `_core.Encoding`.
+//!
+//! An `Encoding` made without offsets keeps its inputs; the first access to
+//! offsets, word ids or characters encodes them again with tracking on.
+//! Ids-only users pay nothing for offsets, and the result is the same as
+//! computing them at once (the same pipeline, the same padding length).
+
+use std::sync::{Arc, OnceLock};
+
+use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+
+use super::{allowed_special_tokens, guarded, in_pool, to_py, Bpe, Unigram, WordPiece, DETACH_BYTES};
+use crate::encoding::Encoding as RustEncoding;
+use crate::model::Model;
+use crate::tokenizer::{PipelineSpec, Tokenizer};
+use crate::vocab::AllowedSpecial;
+
+/// A model with its normalizer, pre-tokenizer, special tokens,
+/// post-processor, truncation and padding.
+#[pyclass(module = "polytok._core", frozen)]
+pub(super) struct Pipeline {
+    tokenizer: Arc<Tokenizer>,
+}
+
+/// The inputs of an encoding made without offsets, to make them on demand.
+struct Inputs {
+    text: Py<PyString>,
+    pair: Option<Py<PyString>>,
+    add_special_tokens: bool,
+    allowed: AllowedSpecial,
+}
+
+/// One encoded input (see `polytok.Encoding`).
+#[pyclass(module = "polytok._core", frozen, sequence)]
+pub(super) struct Encoding {
+    tokenizer: Arc<Tokenizer>,
+    ids_only: RustEncoding,
+    inputs: Option<Inputs>,
+    /// With offsets: given at once, or computed on first use.
+    full: OnceLock<RustEncoding>,
+}
+
+fn model_of(model: &Bound<'_, PyAny>) -> PyResult<Model> {
+    if let Ok(m) = model.cast::<Bpe>() {
+        return Ok(Model::Bpe(m.get().model.clone()));
+    }
+    if let Ok(m) = model.cast::<WordPiece>() {
+        return Ok(Model::WordPiece(m.get().model.clone()));
+    }
+    if let Ok(m) = model.cast::<Unigram>() {
+        return Ok(Model::Unigram(m.get().model.clone()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "the model must be a BPE, WordPiece or Unigram model, not {}",
+        model.get_type().name()?
+    )))
+}
+
+/// A batch's inputs: strings, or pairs of strings.
+fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<(Bound<'py, PyString>, Option<Bound<'py, PyString>>)>> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if let Ok(text) = item.cast::<PyString>() {
+                return Ok((text.clone(), None));
+            }
+            if let Ok(pair) = item.cast::<PyTuple>() {
+                if pair.len() == 2 {
+                    if let (Ok(a), Ok(b)) = (pair.get_item(0)?.cast_into::<PyString>(), pair.get_item(1)?.cast_into::<PyString>()) {
+                        return Ok((a, Some(b)));
+                    }
+                }
+            }
+            Err(PyTypeError::new_err(format!(
+                "inputs[{i}] is {}: each input must be a str or a (str, str) pair",
+                item.get_type().name()?
+            )))
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Pipeline {
+    /// `spec`: the pipeline's JSON (normalizer, pre_tokenizer,
+    /// post_processor, special_tokens, truncation, padding).
+    #[new]
+    fn new(model: &Bound<'_, PyAny>, spec: &str) -> PyResult<Self> {
+        let spec: PipelineSpec = serde_json::from_str(spec)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}")))?;
+        let tokenizer = Tokenizer::new(model_of(model)?, &spec).map_err(to_py)?;
+        Ok(Pipeline { tokenizer: Arc::new(tokenizer) })
+    }
+
+    #[pyo3(signature = (text, pair = None, add_special_tokens = true, allowed_special = None, offsets = false))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
+        pair: Option<Bound<'_, PyString>>,
+        add_special_tokens: bool,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+        offsets: bool,
+    ) -> PyResult<Encoding> {
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let a = text.to_str()?;
+        let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
+        let long = a.len() + b.map_or(0, str::len) >= DETACH_BYTES;
+        let encoding = guarded(py, long, || self.tokenizer.encode(a, b, add_special_tokens, &allowed, offsets))?
+            .map_err(to_py)?;
+        Ok(self.wrap(encoding, offsets, text.unbind(), pair.map(Bound::unbind), add_special_tokens, allowed))
+    }
+
+    #[pyo3(signature = (inputs, add_special_tokens = true, allowed_special = None, offsets = false))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, PyList>,
+        add_special_tokens: bool,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+        offsets: bool,
+    ) -> PyResult<Vec<Encoding>> {
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let inputs = batch_inputs(inputs)?;
+        let texts = inputs
+            .iter()
+            .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, offsets))?
+            .map_err(to_py)?;
+        Ok(encodings
+            .into_iter()
+            .zip(inputs)
+            .map(|(e, (a, b))| self.wrap(e, offsets, a.unbind(), b.map(Bound::unbind), add_special_tokens, allowed.clone()))
+            .collect())
+    }
+
+    /// A batch as arrays for NumPy: `(ids, attention_mask, type_ids,
+    /// lengths)`, each native-endian `u32` bytes, the first three
+    /// `len(inputs) x width` row-major with padding (`pad_id`, 0, 0) where
+    /// the pipeline does not pad, `lengths` the tokens of each row.
+    #[pyo3(signature = (inputs, pad_id, add_special_tokens = true, allowed_special = None))]
+    fn encode_batch_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'_, PyList>,
+        pad_id: u32,
+        add_special_tokens: bool,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize)> {
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let inputs = batch_inputs(inputs)?;
+        let texts = inputs
+            .iter()
+            .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
+            .map_err(to_py)?;
+        let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
+        let matrix = |part: fn(&RustEncoding) -> &Vec<u32>, pad: u32| {
+            PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
+                for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
+                    let values = part(e).iter().copied().chain(std::iter::repeat(pad));
+                    for (word, value) in row.chunks_exact_mut(4).zip(values) {
+                        word.copy_from_slice(&value.to_ne_bytes());
+                    }
+                }
+                Ok(())
+            })
+        };
+        let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
+        Ok((
+            matrix(|e| &e.ids, pad_id)?,
+            matrix(|e| &e.attention_mask, 0)?,
+            matrix(|e| &e.type_ids, 0)?,
+            PyBytes::new(py, &lengths),
+            width,
+        ))
+    }
+
+    /// Whether `id` is a special token of the pipeline or its template.
+    fn is_special(&self, id: u32) -> bool {
+        self.tokenizer.is_special(id)
+    }
+}
+
+impl Pipeline {
+    fn wrap(
+        &self,
+        encoding: RustEncoding,
+        has_offsets: bool,
+        text: Py<PyString>,
+        pair: Option<Py<PyString>>,
+        add_special_tokens: bool,
+        allowed: AllowedSpecial,
+    ) -> Encoding {
+        let full = OnceLock::new();
+        let inputs = if has_offsets {
+            full.set(encoding.clone()).expect("a fresh cell");
+            None
+        } else {
+            Some(Inputs { text, pair, add_special_tokens, allowed })
+        };
+        Encoding { tokenizer: self.tokenizer.clone(), ids_only: encoding, inputs, full }
+    }
+}
+
+impl Encoding {
+    /// The encoding with offsets, computed on first use.
+    fn full(&self, py: Python<'_>) -> PyResult<&RustEncoding> {
+        if let Some(full) = self.full.get() {
+            return Ok(full);
+        }
+        let inputs = self.inputs.as_ref().expect("an encoding without offsets keeps its inputs");
+        let a = inputs.text.bind(py).to_str()?;
+        let pair = inputs.pair.as_ref().map(|p| p.bind(py));
+        let b = pair.map(|p| p.to_str()).transpose()?;
+        let mut full = self
+            .tokenizer
+            .encode(a, b, inputs.add_special_tokens, &inputs.allowed, true)
+            .map_err(to_py)?;
+        // Padded as the batch it came from was.
+        if let Some(p) = self.tokenizer.padding() {
+            p.apply(&mut full, self.ids_only.len());
+        }
+        Ok(self.full.get_or_init(|| full))
+    }
+
+    fn with_overflow(&self, e: RustEncoding) -> Encoding {
+        let full = OnceLock::new();
+        full.set(e.clone()).expect("a fresh cell");
+        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full }
+    }
+}
+
+#[pymethods]
+impl Encoding {
+    #[getter]
+    fn ids(&self) -> Vec<u32> {
+        self.ids_only.ids.clone()
+    }
+
+    #[getter]
+    fn type_ids(&self) -> Vec<u32> {
+        self.ids_only.type_ids.clone()
+    }
+
+    #[getter]
+    fn attention_mask(&self) -> Vec<u32> {
+        self.ids_only.attention_mask.clone()
+    }
+
+    #[getter]
+    fn special_tokens_mask(&self) -> Vec<u32> {
+        self.ids_only.special_tokens_mask.clone()
+    }
+
+    #[getter]
+    fn sequence_ids(&self) -> Vec<Option<u32>> {
+        self.ids_only.sequence_ids.clone()
+    }
+
+    /// Character `(start, end)` of each token in its own text.
+    #[getter]
+    fn offsets(&self, py: Python<'_>) -> PyResult<Vec<(u32, u32)>> {
+        Ok(self.full(py)?.offsets.clone())
+    }
+
+    #[getter]
+    fn word_ids(&self, py: Python<'_>) -> PyResult<Vec<Option<u32>>> {
+        Ok(self.full(py)?.word_ids.clone())
+    }
+
+    /// Each token's text, as the model has it.
+    #[getter]
+    fn tokens(&self) -> PyResult<Vec<String>> {
+        let model = self.tokenizer.model();
+        self.ids_only
+            .ids
+            .iter()
+            .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
+            .collect()
+    }
+
+    #[getter]
+    fn overflowing(&self, py: Python<'_>) -> PyResult<Vec<Encoding>> {
+        Ok(self.full(py)?.overflowing.iter().map(|o| self.with_overflow(o.clone())).collect())
+    }
+
+    /// The index of the token holding character `char` of input
+    /// `sequence_index`, or `None`.
+    #[pyo3(signature = (char, sequence_index = 0))]
+    fn char_to_token(&self, py: Python<'_>, char: u32, sequence_index: u32) -> PyResult<Option<usize>> {
+        Ok(self.full(py)?.char_to_token(char, sequence_index))
+    }
+
+    /// The character span of token `index` in its input, or `None` for
+    /// added tokens.
+    fn token_to_chars(&self, py: Python<'_>, index: usize) -> PyResult<Option<(u32, u32)>> {
+        if index >= self.ids_only.len() {
+            return Err(PyIndexError::new_err(format!("token index {index} out of range (the encoding has {} tokens)", self.ids_only.len())));
+        }
+        Ok(self.full(py)?.token_to_chars(index).map(|(_, span)| span))
+    }
+
+    fn __len__(&self) -> usize {
+        self.ids_only.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<u32> {
+        let n = self.ids_only.len() as isize;
+        let i = if index < 0 { index + n } else { index };
+        if !(0..n).contains(&i) {
+            return Err(PyIndexError::new_err("encoding index out of range"));
+        }
+        Ok(self.ids_only.ids[i as usize])
+    }
+
+    /// Equal to another encoding or a sequence of ids with the same ids.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if let Ok(other) = other.cast::<Encoding>() {
+            return Ok(other.get().ids_only.ids == self.ids_only.ids);
+        }
+        Ok(other.extract::<Vec<u32>>().is_ok_and(|ids| ids == self.ids_only.ids))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Encoding(n_tokens={}, ids={:?}{})", self.ids_only.len(), &self.ids_only.ids[..self.ids_only.len().min(8)], if self.ids_only.len() > 8 { "..." } else { "" })
+    }
+}
+
+/// Token bytes as text, with bytes that do not decode shown as `<0xNN>`.
+fn readable(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("<0x{b:02X}>"));
+        }
+    }
+    out
+}
+
+pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    m.add_class::<Pipeline>()?;
+    m.add_class::<Encoding>()?;
+    Ok(())
+}

@@ -1,0 +1,364 @@
+//! The whole road from text to model input: special tokens are found
+//! first (never normalized, never split), each stretch of text between them
+//! is normalized, pre-tokenized and encoded by the model, then the
+//! post-processor's template, truncation and padding make the `Encoding`.
+//!
+//! With `track` off (ids only), no offsets are computed: the normalizers
+//! write text only. With it on, each token's span goes back through the
+//! normalizer's map to bytes of the caller's text, then to characters.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::encoding::Encoding;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::processors::{Padding, PaddingStrategy, PostProcessor, Template, Truncation};
+use crate::text::normalizers::Normalizer;
+use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
+use crate::text::Normalized;
+use crate::vocab::{allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment};
+
+/// The pipeline's settings, as saved (JSON).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSpec {
+    #[serde(default)]
+    pub normalizer: Option<serde_json::Value>,
+    #[serde(default)]
+    pub pre_tokenizer: Option<PreTokenizerSpec>,
+    #[serde(default)]
+    pub post_processor: Option<PostProcessor>,
+    /// Text recognized as one token when allowed, before normalization.
+    #[serde(default)]
+    pub special_tokens: Vec<(String, u32)>,
+    #[serde(default)]
+    pub truncation: Option<Truncation>,
+    #[serde(default)]
+    pub padding: Option<Padding>,
+}
+
+/// A model with its text handling and post-processing.
+pub struct Tokenizer {
+    model: Model,
+    normalizer: Option<Normalizer>,
+    pre_tokenizer: Option<PreTokenizer>,
+    template: Option<Template>,
+    special_tokens: Vec<(String, u32)>,
+    special_matcher: Option<AhoCorasick>,
+    truncation: Option<Truncation>,
+    padding: Option<Padding>,
+}
+
+/// Scratch space of one thread, reused between texts.
+#[derive(Default)]
+struct Scratch {
+    text: Normalized,
+    pieces: Vec<Range<usize>>,
+    ids: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+impl Tokenizer {
+    /// Checks every part of `spec` against `model` (special-token ids in
+    /// range, truncation leaving room for the template's tokens, ...).
+    pub fn new(model: Model, spec: &PipelineSpec) -> Result<Self> {
+        let normalizer = spec
+            .normalizer
+            .as_ref()
+            .map(|value| Normalizer::from_json(&value.to_string()))
+            .transpose()?;
+        let pre_tokenizer = spec.pre_tokenizer.as_ref().map(PreTokenizer::new).transpose()?;
+        let template = spec.post_processor.as_ref().map(Template::new).transpose()?;
+        let vocab_size = model.vocab_size();
+        for (text, id) in &spec.special_tokens {
+            if *id as usize >= vocab_size {
+                return Err(Error::invalid(format!(
+                    "special token {text:?} has id {id}, beyond the model's {vocab_size} ids"
+                )));
+            }
+            if text.is_empty() {
+                return Err(Error::invalid("a special token is empty"));
+            }
+        }
+        if let Some(t) = &spec.truncation {
+            let added = |pair| template.as_ref().map_or(Ok(0), |t: &Template| t.added_tokens(pair));
+            t.check(added(false)?, added(true).ok())?;
+        }
+        if let Some(p) = &spec.padding {
+            p.check()?;
+            if p.pad_id as usize >= vocab_size {
+                return Err(Error::invalid(format!(
+                    "padding: pad id {} of {:?} is beyond the model's {vocab_size} ids",
+                    p.pad_id, p.pad_token
+                )));
+            }
+        }
+        let texts: Vec<&str> = spec.special_tokens.iter().map(|(t, _)| t.as_str()).collect();
+        Ok(Tokenizer {
+            model,
+            normalizer,
+            pre_tokenizer,
+            template,
+            special_matcher: special_matcher(&texts)?,
+            special_tokens: spec.special_tokens.clone(),
+            truncation: spec.truncation.clone(),
+            padding: spec.padding.clone(),
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn padding(&self) -> Option<&Padding> {
+        self.padding.as_ref()
+    }
+
+    pub fn special_tokens(&self) -> &[(String, u32)] {
+        &self.special_tokens
+    }
+
+    /// Whether `id` is a special token: of the pipeline or its template.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special_tokens.iter().any(|&(_, s)| s == id)
+            || self.template.as_ref().is_some_and(|t| t.token_ids().any(|s| s == id))
+    }
+
+    /// Encodes `a` (and `b`, a pair). `add_special_tokens`: apply the
+    /// template; `track`: compute offsets and word ids.
+    pub fn encode(
+        &self,
+        a: &str,
+        b: Option<&str>,
+        add_special_tokens: bool,
+        allowed: &AllowedSpecial,
+        track: bool,
+    ) -> Result<Encoding> {
+        let matcher = self.matcher(allowed)?;
+        let mut encoding = self.encode_one(a, b, add_special_tokens, matcher.as_deref(), track)?;
+        if let Some(p) = &self.padding {
+            if let PaddingStrategy::Fixed(_) = p.strategy {
+                p.apply(&mut encoding, p.target(0));
+            } else if p.pad_to_multiple_of.is_some() {
+                let longest = encoding.len();
+                p.apply(&mut encoding, p.target(longest));
+            }
+        }
+        Ok(encoding)
+    }
+
+    /// Encodes many inputs on all cores (the caller's pool), then pads
+    /// them together.
+    pub fn encode_batch(
+        &self,
+        inputs: &[(&str, Option<&str>)],
+        add_special_tokens: bool,
+        allowed: &AllowedSpecial,
+        track: bool,
+    ) -> Result<Vec<Encoding>> {
+        let matcher = self.matcher(allowed)?;
+        let matcher = matcher.as_deref();
+        let mut encodings = inputs
+            .par_iter()
+            .with_min_len(16)
+            .map(|&(a, b)| self.encode_one(a, b, add_special_tokens, matcher, track))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(p) = &self.padding {
+            let longest = encodings
+                .iter()
+                .flat_map(|e| std::iter::once(e.len()).chain(e.overflowing.iter().map(Encoding::len)))
+                .max()
+                .unwrap_or(0);
+            let target = p.target(longest);
+            encodings.par_iter_mut().for_each(|e| p.apply(e, target));
+        }
+        Ok(encodings)
+    }
+
+    fn matcher(&self, allowed: &AllowedSpecial) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
+        allowed_matcher(
+            self.special_matcher.as_ref(),
+            |text| self.special_tokens.iter().any(|(t, _)| t == text),
+            allowed,
+        )
+    }
+
+    fn encode_one(
+        &self,
+        a: &str,
+        b: Option<&str>,
+        add_special_tokens: bool,
+        matcher: Option<&AhoCorasick>,
+        track: bool,
+    ) -> Result<Encoding> {
+        let mut first = self.encode_sequence(a, 0, matcher, track)?;
+        let mut second = b.map(|b| self.encode_sequence(b, 1, matcher, track)).transpose()?;
+        let template = self.template.as_ref().filter(|_| add_special_tokens);
+        let added = template.map_or(Ok(0), |t| t.added_tokens(b.is_some()))?;
+        if let Some(t) = &self.truncation {
+            t.apply(&mut first, second.as_mut(), added)?;
+        }
+        let combine = |a: &Encoding, b: Option<&Encoding>| match template {
+            Some(t) => t.apply(a, b),
+            None => {
+                let mut out = Encoding::default();
+                out.extend_from(a, 0..a.len(), None);
+                if let Some(b) = b {
+                    out.extend_from(b, 0..b.len(), None);
+                }
+                Ok(out)
+            }
+        };
+        let mut out = combine(&first, second.as_ref())?;
+        // Each window cut off either text, with the other's kept part or
+        // windows (Hugging Face's order).
+        for a_window in &first.overflowing {
+            out.overflowing.push(combine(a_window, second.as_ref())?);
+            if let Some(second) = &second {
+                for b_window in &second.overflowing {
+                    out.overflowing.push(combine(a_window, Some(b_window))?);
+                }
+            }
+        }
+        if let Some(second) = &second {
+            for b_window in &second.overflowing {
+                out.overflowing.push(combine(&first, Some(b_window))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tokens of one text, with type id and sequence id `sequence`.
+    fn encode_sequence(
+        &self,
+        text: &str,
+        sequence: u32,
+        matcher: Option<&AhoCorasick>,
+        track: bool,
+    ) -> Result<Encoding> {
+        SCRATCH.with(|scratch| {
+            let scratch = &mut *scratch.borrow_mut();
+            let mut out = Encoding::default();
+            let chars = track.then(|| CharIndex::new(text));
+            let mut word = 0u32;
+            split_special(text, matcher, |segment| -> Result<()> {
+                match segment {
+                    Segment::Special(token) => {
+                        let id = self
+                            .special_tokens
+                            .iter()
+                            .find(|(t, _)| t == token)
+                            .map(|&(_, id)| id)
+                            .expect("the matcher holds special tokens only");
+                        let offsets = chars.as_ref().map(|c| {
+                            let start = token.as_ptr() as usize - text.as_ptr() as usize;
+                            (c.span(start as u32, (start + token.len()) as u32), Some(word))
+                        });
+                        out.push(id, sequence, true, Some(sequence), offsets);
+                        word += 1;
+                    }
+                    Segment::Text(part) if !part.is_empty() => {
+                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                        word = self.encode_text(part, offset, sequence, chars.as_ref(), word, scratch, &mut out)?;
+                    }
+                    Segment::Text(_) => {}
+                }
+                Ok(())
+            })?;
+            Ok(out)
+        })
+    }
+
+    /// Encodes one stretch of text between special tokens (at byte
+    /// `offset` of its sequence), appending to `out`; returns the next word
+    /// id.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_text(
+        &self,
+        part: &str,
+        offset: usize,
+        sequence: u32,
+        chars: Option<&CharIndex>,
+        word: u32,
+        scratch: &mut Scratch,
+        out: &mut Encoding,
+    ) -> Result<u32> {
+        let Scratch { text, pieces, ids, ends } = scratch;
+        text.reset(part, offset as u32, chars.is_some());
+        if let Some(n) = &self.normalizer {
+            n.normalize(text)?;
+        }
+        pieces.clear();
+        if !text.as_str().is_empty() {
+            pieces.push(0..text.as_str().len());
+        }
+        if let Some(p) = &self.pre_tokenizer {
+            p.pre_tokenize(text, pieces, offset == 0)?;
+        }
+        ids.clear();
+        ends.clear();
+        let Some(chars) = chars else {
+            self.model.encode_pieces(text.as_str(), pieces, ids, None);
+            for &id in ids.iter() {
+                out.push(id, sequence, false, Some(sequence), None);
+            }
+            return Ok(word);
+        };
+        self.model.encode_pieces(text.as_str(), pieces, ids, Some(ends));
+        let mut piece = 0;
+        let mut start = None;
+        for (&id, &end) in ids.iter().zip(ends.iter()) {
+            let end = end as usize;
+            while pieces[piece].end < end {
+                piece += 1;
+                start = None;
+            }
+            let token_start = start.unwrap_or(pieces[piece].start);
+            let (s, e) = text.original_span(token_start..end);
+            out.push(id, sequence, false, Some(sequence), Some((chars.span(s, e), Some(word + piece as u32))));
+            start = Some(end);
+        }
+        Ok(word + pieces.len() as u32)
+    }
+}
+
+/// Byte offsets of a text to character offsets. A byte inside a character
+/// maps to the character after it, so that tokens that split a character
+/// (byte-level BPE) share out its text without overlap: the character goes
+/// to the token holding its first byte.
+struct CharIndex {
+    /// Characters starting before each byte position; `None` for ASCII.
+    before: Option<Vec<u32>>,
+}
+
+impl CharIndex {
+    fn new(text: &str) -> Self {
+        if text.is_ascii() {
+            return CharIndex { before: None };
+        }
+        let mut before = Vec::with_capacity(text.len() + 1);
+        let mut count = 0u32;
+        for &b in text.as_bytes() {
+            before.push(count);
+            count += (b & 0xC0 != 0x80) as u32;
+        }
+        before.push(count);
+        CharIndex { before: Some(before) }
+    }
+
+    fn span(&self, start: u32, end: u32) -> (u32, u32) {
+        match &self.before {
+            None => (start, end),
+            Some(before) => (before[start as usize], before[end as usize]),
+        }
+    }
+}
