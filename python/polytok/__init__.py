@@ -12,8 +12,10 @@ from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok._files import read_text, read_tokenizer
 
+from polytok import pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
-from polytok.pretokenize import PRESETS, pattern_regex, pretokenize
+from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
+from polytok.tokenizer import Encoding, Tokenizer
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -21,6 +23,10 @@ from polytok.wordpiece import WordPieceTokenizer
 __all__ = [
     "BPETokenizer",
     "CorpusError",
+    "Encoding",
+    "Tokenizer",
+    "pre_tokenizers",
+    "processors",
     "PRESETS",
     "PolytokError",
     "Report",

@@ -18,7 +18,7 @@ from rich.text import Text
 from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
-from polytok.pretokenize import PRESETS
+from polytok.pre_tokenizers import PRESETS
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 

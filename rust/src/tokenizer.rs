@@ -127,6 +127,32 @@ impl Tokenizer {
         &self.special_tokens
     }
 
+    /// The id of a token given by its text: a special token of the
+    /// pipeline, or of the model's vocabulary.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.special_tokens
+            .iter()
+            .find(|(t, _)| t == token)
+            .map(|&(_, id)| id)
+            .or_else(|| self.model.token_id(token.as_bytes()))
+    }
+
+    /// The text of `ids`: the tokens' texts (special tokens left out with
+    /// `skip_special`) joined, bytes that are not UTF-8 replaced.
+    pub fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
+        let mut bytes = Vec::new();
+        for &id in ids {
+            if skip_special && self.is_special(id) {
+                continue;
+            }
+            match self.special_tokens.iter().find(|&&(_, s)| s == id) {
+                Some((text, _)) => bytes.extend_from_slice(text.as_bytes()),
+                None => bytes.extend_from_slice(&self.model.token(id)?),
+            }
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// Whether `id` is a special token: of the pipeline or its template.
     pub fn is_special(&self, id: u32) -> bool {
         self.special_tokens.iter().any(|&(_, s)| s == id)
@@ -335,13 +361,13 @@ impl Tokenizer {
 /// maps to the character after it, so that tokens that split a character
 /// (byte-level BPE) share out its text without overlap: the character goes
 /// to the token holding its first byte.
-struct CharIndex {
+pub(crate) struct CharIndex {
     /// Characters starting before each byte position; `None` for ASCII.
     before: Option<Vec<u32>>,
 }
 
 impl CharIndex {
-    fn new(text: &str) -> Self {
+    pub(crate) fn new(text: &str) -> Self {
         if text.is_ascii() {
             return CharIndex { before: None };
         }
@@ -355,7 +381,7 @@ impl CharIndex {
         CharIndex { before: Some(before) }
     }
 
-    fn span(&self, start: u32, end: u32) -> (u32, u32) {
+    pub(crate) fn span(&self, start: u32, end: u32) -> (u32, u32) {
         match &self.before {
             None => (start, end),
             Some(before) => (before[start as usize], before[end as usize]),

@@ -16,7 +16,9 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use super::{allowed_special_tokens, guarded, in_pool, to_py, Bpe, Unigram, WordPiece, DETACH_BYTES};
 use crate::encoding::Encoding as RustEncoding;
 use crate::model::Model;
-use crate::tokenizer::{PipelineSpec, Tokenizer};
+use crate::text::pre_tokenizers::PreTokenizer;
+use crate::text::Normalized;
+use crate::tokenizer::{CharIndex, PipelineSpec, Tokenizer};
 use crate::vocab::AllowedSpecial;
 
 /// A model with its normalizer, pre-tokenizer, special tokens,
@@ -182,6 +184,22 @@ impl Pipeline {
         ))
     }
 
+    /// A token's text (bytes that are not UTF-8 shown as `<0xNN>`).
+    fn id_to_token(&self, id: u32) -> PyResult<String> {
+        Ok(readable(&self.tokenizer.model().token(id).map_err(to_py)?))
+    }
+
+    /// The id of a token given by its text: a special token of the
+    /// pipeline, or of the model's vocabulary.
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.tokenizer.token_id(token)
+    }
+
+    /// The text of `ids` (see `Tokenizer::decode`).
+    fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> PyResult<String> {
+        guarded(py, ids.len() > 1 << 14, || self.tokenizer.decode(&ids, skip_special_tokens))?.map_err(to_py)
+    }
+
     /// Whether `id` is a special token of the pipeline or its template.
     fn is_special(&self, id: u32) -> bool {
         self.tokenizer.is_special(id)
@@ -345,7 +363,27 @@ fn readable(bytes: &[u8]) -> String {
     out
 }
 
+/// The pieces of `text` under the pre-tokenizer `spec` (JSON), each with
+/// its character span in `text`.
+#[pyfunction]
+fn pre_tokenize(spec: &str, text: &str) -> PyResult<Vec<(String, (u32, u32))>> {
+    let pre_tokenizer = PreTokenizer::from_json(spec).map_err(to_py)?;
+    let mut normalized = Normalized::new(text, true);
+    let mut pieces = vec![0..text.len()];
+    pieces.retain(|r| !r.is_empty());
+    pre_tokenizer.pre_tokenize(&mut normalized, &mut pieces, true).map_err(to_py)?;
+    let chars = CharIndex::new(text);
+    Ok(pieces
+        .into_iter()
+        .map(|r| {
+            let (start, end) = normalized.original_span(r.clone());
+            (normalized.as_str()[r].to_owned(), chars.span(start, end))
+        })
+        .collect())
+}
+
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
     m.add_class::<Pipeline>()?;
     m.add_class::<Encoding>()?;
     Ok(())

@@ -57,7 +57,7 @@ pub enum PreTokenizerSpec {
     WhitespaceSplit,
     /// Each punctuation character is a piece of its own.
     Punctuation,
-    /// Digits apart from the rest: each digit alone, or runs of digits.
+    /// Numeric characters apart from the rest: each alone, or in runs.
     Digits {
         #[serde(default)]
         individual_digits: bool,
@@ -180,9 +180,9 @@ impl PreTokenizer {
             }),
             PreTokenizer::Digits { individual } => refine(text.as_str(), pieces, |piece, offset, out| {
                 if *individual {
-                    split_chars(piece, offset, out, |c| if c.is_ascii_digit() { Cut::Isolate } else { Cut::Keep })
+                    split_chars(piece, offset, out, |c| if c.is_numeric() { Cut::Isolate } else { Cut::Keep })
                 } else {
-                    split_runs(piece, offset, out, |c| c.is_ascii_digit())
+                    split_runs(piece, offset, out, |c| c.is_numeric())
                 }
             }),
             PreTokenizer::Metaspace {
@@ -298,7 +298,10 @@ fn metaspace(
                 PrependScheme::First => index == 0 && text_start && range.start == 0,
                 PrependScheme::Never => false,
             };
-            if wants_prefix && !s[range.clone()].starts_with(replacement) {
+            // A piece that starts with a space starts with `replacement`
+            // once spaces are replaced: it gets no other.
+            let first = s[range.clone()].chars().next();
+            if wants_prefix && first != Some(replacement) && first != Some(' ') {
                 out.push(replacement, src.insertion_span(range.start));
             }
             let mut copied = range.start;

@@ -1,0 +1,355 @@
+"""``Tokenizer``: the whole road from text to model input and back, the
+same for every model.
+
+A tokenizer is a model (byte-level BPE, WordPiece or Unigram) with the
+steps around it, each a small component from its own module::
+
+    text ─▶ special tokens ─▶ normalizer ─▶ pre-tokenizer ─▶ model
+         ─▶ post-processor (template) ─▶ truncation ─▶ padding ─▶ Encoding
+    ids ─▶ decoder ─▶ text
+
+Special tokens are found first, in the text as given: they are never
+normalized or split. The components only describe their step; the Rust
+core receives the whole pipeline once and does the work, on all cores for
+batches.
+
+>>> import polytok
+>>> from polytok import pre_tokenizers, processors
+>>> bpe = polytok.BPETokenizer.train_from_iterator(["low lower lowest"] * 10, vocab_size=300)
+>>> tok = polytok.Tokenizer(bpe.model, pre_tokenizer=pre_tokenizers.Pattern("cl100k"))
+>>> enc = tok.encode("lowest low")
+>>> [("lowest low")[s:e] for s, e in enc.offsets]
+['lowest', ' low']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from polytok import _core
+from polytok._args import id_error
+from polytok._component import Component
+from polytok.pre_tokenizers import PreTokenizer
+from polytok.processors import PostProcessor
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: One encoded input: ids, type ids, attention and special-token masks,
+#: and (computed on first use for single texts) character offsets, word
+#: ids and tokens. It is also a sequence of its ids: ``len(enc)``,
+#: ``enc[0]``, ``list(enc)``, and ``enc == [ids...]``.
+Encoding = _core.Encoding
+
+AllowedSpecial = Literal["all"] | Collection[str]
+Model = _core.Bpe | _core.WordPiece | _core.Unigram
+Input = str | tuple[str, str]
+
+
+class Tokenizer:
+    """A model with its normalizer, pre-tokenizer, special tokens,
+    post-processor, truncation, padding and decoder.
+
+    ``model``: the Rust model of a tokenizer (``BPETokenizer(...).model``
+    and the like). ``special_tokens``: text that is one token of the given
+    id, recognized in text when allowed (``allowed_special``), before
+    normalization. Components are from :mod:`polytok.normalizers`,
+    :mod:`polytok.pre_tokenizers`, :mod:`polytok.processors` and
+    :mod:`polytok.decoders`.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        normalizer: Component | None = None,
+        pre_tokenizer: PreTokenizer | None = None,
+        post_processor: PostProcessor | None = None,
+        decoder: Component | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        if not isinstance(model, (_core.Bpe, _core.WordPiece, _core.Unigram)):
+            raise TypeError(
+                f"model must be a polytok model (e.g. BPETokenizer(...).model), not {type(model).__name__}"
+            )
+        self._core = model
+        self._normalizer = _component(normalizer, "normalizer")
+        self._pre_tokenizer = _component(pre_tokenizer, "pre_tokenizer")
+        self._post_processor = _component(post_processor, "post_processor")
+        self._decoder = _component(decoder, "decoder")
+        if special_tokens is not None and not isinstance(special_tokens, Mapping):
+            raise TypeError("special_tokens must map each token's text to its id, e.g. {'<|endoftext|>': 100257}")
+        self._special_tokens = dict(special_tokens or {})
+        self._truncation: dict | None = None
+        self._padding: dict | None = None
+        self._pipeline_cache: _core.Pipeline | None = None
+
+    # ---------------------------------------------------------------- the steps
+
+    @property
+    def model(self) -> Model:
+        """The Rust model (shared, not copied, by tokenizers built on it)."""
+        return self._core
+
+    @property
+    def normalizer(self) -> Component | None:
+        return self._normalizer
+
+    @property
+    def pre_tokenizer(self) -> PreTokenizer | None:
+        return self._pre_tokenizer
+
+    @property
+    def post_processor(self) -> PostProcessor | None:
+        return self._post_processor
+
+    @property
+    def decoder(self) -> Component | None:
+        return self._decoder
+
+    @property
+    def truncation(self) -> dict | None:
+        """The truncation settings, or ``None``."""
+        return None if self._truncation is None else dict(self._truncation)
+
+    @property
+    def padding(self) -> dict | None:
+        """The padding settings, or ``None``."""
+        return None if self._padding is None else dict(self._padding)
+
+    def enable_truncation(
+        self,
+        max_length: int,
+        *,
+        stride: int = 0,
+        strategy: Literal["longest_first", "only_first", "only_second"] = "longest_first",
+        direction: Literal["right", "left"] = "right",
+    ) -> None:
+        """Cut encodings to ``max_length`` tokens, the template's special
+        tokens included. What is cut off becomes ``overflowing`` windows of
+        the same length that overlap by ``stride`` tokens. Pairs: the
+        longer text gives up tokens first (``longest_first``), or only one
+        of them does. ``direction="left"`` keeps the end instead."""
+        strategies = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
+        if strategy not in strategies:
+            raise ValueError(f"strategy must be one of {', '.join(strategies)}, not {strategy!r}")
+        settings = {
+            "max_length": _whole(max_length, "max_length", 1),
+            "stride": _whole(stride, "stride", 0),
+            "strategy": strategies[strategy],
+            "direction": _direction(direction),
+        }
+        self._set(truncation=settings)
+
+    def no_truncation(self) -> None:
+        self._set(truncation=None)
+
+    def enable_padding(
+        self,
+        *,
+        length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        direction: Literal["right", "left"] = "right",
+        pad_token: str | None = None,
+        pad_id: int | None = None,
+        pad_type_id: int = 0,
+    ) -> None:
+        """Pad encodings to ``length`` tokens, or in a batch to its longest
+        (``length=None``), rounded up to a multiple of
+        ``pad_to_multiple_of``; on the right or the left. The pad token is
+        given by its text (``pad_token``, which the vocabulary must hold)
+        or id; without either, the model's ``[PAD]``, ``<pad>`` or
+        ``<|endoftext|>`` if it has one."""
+        pad_token, pad_id = self._pad_token(pad_token, pad_id)
+        settings = {
+            "strategy": "BatchLongest" if length is None else {"Fixed": _whole(length, "length", 1)},
+            "direction": _direction(direction),
+            "pad_to_multiple_of": None if pad_to_multiple_of is None else _whole(pad_to_multiple_of, "pad_to_multiple_of", 1),
+            "pad_id": pad_id,
+            "pad_type_id": _whole(pad_type_id, "pad_type_id", 0),
+            "pad_token": pad_token,
+        }
+        self._set(padding=settings)
+
+    def no_padding(self) -> None:
+        self._set(padding=None)
+
+    def _pad_token(self, pad_token: str | None, pad_id: int | None) -> tuple[str, int]:
+        if pad_id is not None:
+            pad_id = _whole(pad_id, "pad_id", 0)
+            if pad_id >= self.vocab_size:
+                raise ValueError(f"pad_id {pad_id} is not an id of this tokenizer (ids 0..{self.vocab_size})")
+            return (pad_token if pad_token is not None else self.id_to_token(pad_id)), pad_id
+        candidates = [pad_token] if pad_token is not None else ["[PAD]", "<pad>", "<|endoftext|>"]
+        for token in candidates:
+            found = self.token_to_id(token)
+            if found is not None:
+                return token, found
+        if pad_token is not None:
+            raise ValueError(f"padding: the pad token {pad_token!r} is not in the vocabulary (give pad_id)")
+        raise ValueError("padding needs a pad token: this vocabulary has no [PAD], <pad> or <|endoftext|>; give pad_token or pad_id")
+
+    def _set(self, **changes: Any) -> None:
+        """Applies new settings, checked by building the pipeline: a bad
+        setting leaves the tokenizer as it was."""
+        old = (self._truncation, self._padding)
+        for name, value in changes.items():
+            setattr(self, f"_{name}", value)
+        try:
+            self._pipeline_cache = None
+            self._pipeline
+        except Exception:
+            self._truncation, self._padding = old
+            self._pipeline_cache = None
+            raise
+
+    def pipeline_dict(self) -> dict[str, Any]:
+        """Every step's settings, as saved with the tokenizer."""
+        return {
+            "normalizer": None if self._normalizer is None else self._normalizer.to_dict(),
+            "pre_tokenizer": None if self._pre_tokenizer is None else self._pre_tokenizer.to_dict(),
+            "post_processor": None if self._post_processor is None else self._post_processor.to_dict(),
+            "decoder": None if self._decoder is None else self._decoder.to_dict(),
+            "special_tokens": sorted(self._special_tokens.items(), key=lambda item: item[1]),
+            "truncation": self._truncation,
+            "padding": self._padding,
+        }
+
+    @property
+    def _pipeline(self) -> _core.Pipeline:
+        if self._pipeline_cache is None:
+            spec = self.pipeline_dict()
+            del spec["decoder"]
+            self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec))
+        return self._pipeline_cache
+
+    # ----------------------------------------------------------------- encoding
+
+    def encode(
+        self,
+        text: str,
+        pair: str | None = None,
+        *,
+        add_special_tokens: bool = True,
+        allowed_special: AllowedSpecial = (),
+    ) -> Encoding:
+        """The :data:`Encoding` of ``text`` (and ``pair``): ids, type ids,
+        masks, offsets (character offsets into the texts given), word ids.
+
+        ``add_special_tokens``: apply the post-processor's template.
+        ``allowed_special``: the special tokens recognized in the text
+        (``"all"`` or a collection); others are ordinary text. Offsets, word
+        ids and tokens are computed when first read.
+        """
+        return self._pipeline.encode(text, pair, add_special_tokens, _allowed(allowed_special))
+
+    def encode_batch(
+        self,
+        inputs: Sequence[Input],
+        *,
+        add_special_tokens: bool = True,
+        allowed_special: AllowedSpecial = (),
+    ) -> list[Encoding]:
+        """The encodings of many texts or ``(text, pair)`` tuples, on all
+        cores, with their offsets; padded together if padding is on."""
+        inputs = _inputs(inputs)
+        return self._pipeline.encode_batch(inputs, add_special_tokens, _allowed(allowed_special), True)
+
+    def encode_batch_numpy(
+        self,
+        inputs: Sequence[Input],
+        *,
+        add_special_tokens: bool = True,
+        allowed_special: AllowedSpecial = (),
+    ) -> dict[str, np.ndarray]:
+        """A batch as NumPy arrays, ready for :mod:`polytok.embedding`:
+        ``ids``, ``attention_mask`` and ``type_ids``, each ``(n, width)``
+        ``uint32`` (padded as the tokenizer's padding says, or to the
+        longest with the pad id, 0 if there is no pad token), and
+        ``lengths``, the tokens of each row. No Python object per token."""
+        import numpy as np
+
+        inputs = _inputs(inputs)
+        pad_id = self._padding["pad_id"] if self._padding else 0
+        ids, mask, types, lengths, width = self._pipeline.encode_batch_arrays(
+            inputs, pad_id, add_special_tokens, _allowed(allowed_special)
+        )
+        shape = (len(inputs), width)
+        return {
+            "ids": np.frombuffer(ids, dtype=np.uint32).reshape(shape),
+            "attention_mask": np.frombuffer(mask, dtype=np.uint32).reshape(shape),
+            "type_ids": np.frombuffer(types, dtype=np.uint32).reshape(shape),
+            "lengths": np.frombuffer(lengths, dtype=np.uint32),
+        }
+
+    # ---------------------------------------------------------------- vocabulary
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids."""
+        return self._core.vocab_size
+
+    def id_to_token(self, id: int) -> str:
+        """A token's text, as the model has it (BPE bytes that are not
+        UTF-8 on their own shown as ``<0xNN>``)."""
+        try:
+            return self._pipeline.id_to_token(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a token given by its text, or ``None``."""
+        return self._pipeline.token_to_id(token)
+
+    # ----------------------------------------------------------------- decoding
+
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``: their tokens through the decoder (without
+        one, their bytes joined). ``skip_special_tokens``: leave out the
+        special tokens and the template's."""
+        ids = list(ids)
+        try:
+            return self._pipeline.decode(ids, skip_special_tokens)
+        except OverflowError:
+            raise id_error(ids, self.vocab_size) from None
+
+    def decode_batch(self, sequences: Iterable[Iterable[int]], *, skip_special_tokens: bool = False) -> list[str]:
+        """:meth:`decode` of each sequence of ids."""
+        return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in sequences]
+
+    def __repr__(self) -> str:
+        steps = ", ".join(f"{k}={v!r}" for k, v in self.pipeline_dict().items() if v)
+        return f"Tokenizer({type(self._core).__name__}, {steps})"
+
+
+def _component(value: Component | None, kind: str) -> Component | None:
+    if value is not None and (not isinstance(value, Component) or value.kind != kind):
+        raise TypeError(f"{kind} must be a polytok {kind.replace('_', '-')} component, not {value!r}")
+    return value
+
+
+def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
+    """``"all"`` as it is (the core checks it), a collection as a list."""
+    return allowed if isinstance(allowed, str) else list(allowed) or None
+
+
+def _inputs(inputs: Sequence[Input]) -> list[Input]:
+    if isinstance(inputs, str):
+        raise TypeError("encode_batch takes a list of texts, not one string: use encode, or wrap it in a list")
+    return [tuple(item) if isinstance(item, list) else item for item in inputs]
+
+
+def _whole(value: object, name: str, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+    return value
+
+
+def _direction(direction: str) -> str:
+    if direction not in ("right", "left"):
+        raise ValueError(f"direction must be 'right' or 'left', not {direction!r}")
+    return direction.capitalize()
