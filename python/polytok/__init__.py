@@ -10,12 +10,11 @@ import os
 
 from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
-from polytok._files import read_text, read_tokenizer
 
 from polytok import pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
-from polytok.tokenizer import Encoding, Tokenizer
+from polytok.tokenizer import Encoding, Tokenizer, load_json
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -63,9 +62,9 @@ def __getattr__(name: str) -> object:
 
 def load(
     path: str | os.PathLike, *, pattern: str | None = None, cased: bool = False
-) -> BPETokenizer | WordPieceTokenizer | UnigramTokenizer:
+) -> Tokenizer:
     """Load a tokenizer file, whatever its model: polytok JSON (``.json``,
-    saved by polytok), a tiktoken rank file (``.tiktoken``: BPE, with the
+    saved by polytok: a preset, or a composed :class:`Tokenizer`), a tiktoken rank file (``.tiktoken``: BPE, with the
     pre-tokenization ``pattern`` it holds no trace of), a BERT vocabulary
     (``.txt``: WordPiece, uncased unless ``cased``) or a SentencePiece model
     (``.model``: Unigram)."""
@@ -78,10 +77,4 @@ def load(
         return BPETokenizer.from_tiktoken(path, pattern=pattern)
     if suffix == "txt":
         return WordPieceTokenizer.from_vocab(path, lowercase=not cased)
-    text = read_text(path, "a polytok tokenizer file")
-    # Not a polytok file: the loader of BPE files reports what is wrong.
-    kind, core = {
-        "wordpiece": (WordPieceTokenizer, _core.WordPiece),
-        "unigram": (UnigramTokenizer, _core.Unigram),
-    }.get(_core.file_model(text), (BPETokenizer, _core.Bpe))
-    return kind(*read_tokenizer(path, core, text))
+    return load_json(path)

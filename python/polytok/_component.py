@@ -49,18 +49,24 @@ class Component:
     def from_dict(cls, data: dict[str, Any]) -> Component:
         """The step that :meth:`to_dict` wrote (``cls`` is its family's base
         class). An unknown ``"type"`` is refused, naming it and the known ones."""
-        family = Component._registry.get(cls.kind, {})
+        return Component.build(cls.kind, data)
+
+    @staticmethod
+    def build(kind: str, data: dict[str, Any]) -> Component:
+        """The step of family ``kind`` (``"normalizer"``, ...) that
+        :meth:`to_dict` wrote."""
+        family = Component._registry.get(kind, {})
         if not isinstance(data, dict) or "type" not in data:
-            raise ValueError(f"a {cls.kind} must be an object with a 'type', not {data!r}")
+            raise ValueError(f"a {kind} must be an object with a 'type', not {data!r}")
         name = data["type"]
         sub = family.get(name)
         if sub is None:
             known = ", ".join(sorted(family))
-            raise ValueError(f"unknown {cls.kind} type {name!r} (polytok knows: {known})")
+            raise ValueError(f"unknown {kind} type {name!r} (polytok knows: {known})")
         settings = {k: v for k, v in data.items() if k != "type"}
         unknown = set(settings) - set(sub._fields)
         if unknown:
-            raise ValueError(f"{cls.kind} {name!r}: unknown setting(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"{kind} {name!r}: unknown setting(s) {', '.join(sorted(unknown))}")
         return sub._from_settings(settings)
 
     @classmethod

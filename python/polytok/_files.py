@@ -156,25 +156,3 @@ def read_text(path: PathLike, what: str, encoding: str = "utf-8") -> str:
             return f.read()
         except UnicodeDecodeError as e:
             raise _core.TokenizerFileError(f"{os.fspath(path)}: not {what} (not {encoding.upper()})") from e
-
-
-def read_tokenizer(path: PathLike, core_type: type, text: str | None = None) -> tuple[object, dict | None]:
-    """The Rust model of a polytok JSON tokenizer file (``core_type``:
-    ``_core.Bpe``, ``_core.WordPiece`` or ``_core.Unigram``) and its training
-    record; ``text``: the file's contents, if already read."""
-    if text is None:
-        text = read_text(path, "a polytok tokenizer file")
-    core, training = core_type.from_json(text, os.fspath(path))
-    return core, json.loads(training) if training else None
-
-
-def tokenizer_json(tokenizer) -> str:
-    """A tokenizer as the polytok JSON that ``save`` writes (model,
-    settings and training record)."""
-    training = tokenizer._training
-    return tokenizer._core.to_json(json.dumps(training) if training is not None else None)
-
-
-def unpickle_tokenizer(cls: type, core_type: type, text: str):
-    """The tokenizer that ``__reduce__`` pickled as polytok JSON."""
-    return cls(*read_tokenizer(f"<pickled {cls.__name__}>", core_type, text))

@@ -9,12 +9,13 @@ from typing import Literal
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
 from polytok._args import id_error, text_list, whole_numbers
-from polytok._files import PathLike, atomic_write, read_text, read_tokenizer, tokenizer_json, unpickle_tokenizer
+from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
+from polytok.pre_tokenizers import Pattern
+from polytok.tokenizer import AllowedSpecial, Preset, _allowed
 
-AllowedSpecial = Literal["all"] | Collection[str]
 
-class BPETokenizer:
+class BPETokenizer(Preset):
     """A byte-level BPE tokenizer.
 
     Encoding follows tiktoken exactly: text is cut into pieces by a
@@ -22,12 +23,17 @@ class BPETokenizer:
     (id) first. Ids ``0..n_ordinary`` are ordinary tokens; special tokens have
     ids of their own and are recognized in text only when allowed.
 
+    As a :class:`polytok.Tokenizer`: the ``Pattern`` pre-tokenizer, the
+    model's special tokens, no template.
+
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`load` or :meth:`from_tiktoken`.
     """
 
+    _core_type = _core.Bpe
+
     def __init__(self, core: _core.Bpe, training: dict | None = None) -> None:
-        self._core = core
+        super().__init__(core, pre_tokenizer=Pattern(core.pattern), special_tokens=dict(core.special_tokens))
         self._training = training
 
     # ----------------------------------------------------------------- training
@@ -118,21 +124,6 @@ class BPETokenizer:
     # -------------------------------------------------------------------- files
 
     @classmethod
-    def load(cls, path: PathLike) -> BPETokenizer:
-        """Load a tokenizer saved with :meth:`save`."""
-        return cls(*read_tokenizer(path, _core.Bpe))
-
-    def save(self, path: PathLike) -> None:
-        """Save as polytok JSON, atomically."""
-        atomic_write(path, tokenizer_json(self))
-
-    def __reduce__(self):
-        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
-        fraction of the model's memory, and the same for every
-        ``multiprocessing`` start method."""
-        return (unpickle_tokenizer, (type(self), _core.Bpe, tokenizer_json(self)))
-
-    @classmethod
     def from_tiktoken(
         cls,
         path: PathLike,
@@ -157,28 +148,11 @@ class BPETokenizer:
 
     # ----------------------------------------------------------------- encoding
 
-    def encode(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[int]:
-        """Token ids of ``text``.
+    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
+        return self._core.encode(text, allowed)
 
-        Special-token text is encoded as ordinary text unless allowed:
-        ``allowed_special="all"`` or a collection of special tokens. Lone
-        surrogates (not encodable as UTF-8) are encoded as U+FFFD, as
-        tiktoken does.
-        """
-        allowed = _allowed(allowed_special)
-        try:
-            return self._core.encode(text, allowed)
-        except UnicodeEncodeError:
-            return self._core.encode(without_surrogates(text), allowed)
-
-    def encode_batch(self, texts: Sequence[str], *, allowed_special: AllowedSpecial = ()) -> list[list[int]]:
-        """Token ids of many texts, encoded on all cores."""
-        allowed = _allowed(allowed_special)
-        texts = text_list(texts)
-        try:
-            return self._core.encode_batch(texts, allowed)
-        except UnicodeEncodeError:
-            return self._core.encode_batch([without_surrogates(t) for t in texts], allowed)
+    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
+        return self._core.encode_batch(texts, allowed)
 
     def clear_cache(self) -> None:
         """Forget the merged pieces that encoding caches (per thread, up to a
@@ -194,11 +168,6 @@ class BPETokenizer:
         except OverflowError:
             raise id_error(ids, self.vocab_size) from None
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """The text of a sequence of ids (bytes that are not UTF-8, as at a
-        cut through a character, are handled by ``errors``)."""
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
-
     def token_bytes(self, id: int) -> bytes:
         """The bytes of one token."""
         try:
@@ -206,25 +175,15 @@ class BPETokenizer:
         except OverflowError:
             raise id_error(id, self.vocab_size) from None
 
-    def id_to_token(self, id: int) -> str:
-        """A readable form of one token: its text, with bytes that are not
-        UTF-8 on their own shown as ``<0xNN>``."""
-        return readable(self.token_bytes(id))
-
     def token_to_id(self, token: str | bytes) -> int | None:
         """The id of a token given by its text or bytes, or ``None``."""
         return self._core.token_id(token.encode("utf-8") if isinstance(token, str) else token)
 
     def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
         """The readable tokens of ``text`` (see :meth:`id_to_token`)."""
-        return [self.id_to_token(i) for i in self.encode(text, allowed_special=allowed_special)]
+        return self.encode(text, allowed_special=allowed_special).tokens
 
     # --------------------------------------------------------------- properties
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids (ordinary and special tokens)."""
-        return self._core.vocab_size
 
     @property
     def n_ordinary(self) -> int:
@@ -245,18 +204,8 @@ class BPETokenizer:
         """The pair that made each learned token (trained models only)."""
         return self._core.merges
 
-    @property
-    def training(self) -> dict | None:
-        """The settings and corpus statistics the model was trained with."""
-        return self._training
-
     def __repr__(self) -> str:
         return f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r})"
-
-
-def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
-    """``"all"`` as it is (the core checks it), a collection as a list."""
-    return allowed if isinstance(allowed, str) else list(allowed) or None
 
 
 def readable(token: bytes) -> str:

@@ -25,17 +25,22 @@ batches.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from polytok import _core
-from polytok._args import id_error
+from polytok._args import id_error, text_list
 from polytok._component import Component
+from polytok._counting import without_surrogates
+from polytok._files import PathLike, atomic_write, read_text
 from polytok.pre_tokenizers import PreTokenizer
 from polytok.processors import PostProcessor
 
 if TYPE_CHECKING:
     import numpy as np
+
+_PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "special_tokens", "truncation", "padding")
 
 #: One encoded input: ids, type ids, attention and special-token masks,
 #: and (computed on first use for single texts) character offsets, word
@@ -85,6 +90,10 @@ class Tokenizer:
         self._truncation: dict | None = None
         self._padding: dict | None = None
         self._pipeline_cache: _core.Pipeline | None = None
+        self._training: dict | None = None
+        # A preset's own text handling: ids-only encoding may use the
+        # model's fused encoder (see _core.Pipeline).
+        self._fused = False
 
     # ---------------------------------------------------------------- the steps
 
@@ -222,7 +231,7 @@ class Tokenizer:
         if self._pipeline_cache is None:
             spec = self.pipeline_dict()
             del spec["decoder"]
-            self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec))
+            self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec), self._fused)
         return self._pipeline_cache
 
     # ----------------------------------------------------------------- encoding
@@ -241,9 +250,15 @@ class Tokenizer:
         ``add_special_tokens``: apply the post-processor's template.
         ``allowed_special``: the special tokens recognized in the text
         (``"all"`` or a collection); others are ordinary text. Offsets, word
-        ids and tokens are computed when first read.
+        ids and tokens are computed when first read. Lone surrogates (not
+        encodable as UTF-8) are encoded as U+FFFD, as tiktoken does.
         """
-        return self._pipeline.encode(text, pair, add_special_tokens, _allowed(allowed_special))
+        allowed = _allowed(allowed_special)
+        try:
+            return self._pipeline.encode(text, pair, add_special_tokens, allowed)
+        except UnicodeEncodeError:
+            pair = None if pair is None else without_surrogates(pair)
+            return self._pipeline.encode(without_surrogates(text), pair, add_special_tokens, allowed)
 
     def encode_batch(
         self,
@@ -251,11 +266,32 @@ class Tokenizer:
         *,
         add_special_tokens: bool = True,
         allowed_special: AllowedSpecial = (),
+        offsets: bool = False,
     ) -> list[Encoding]:
         """The encodings of many texts or ``(text, pair)`` tuples, on all
-        cores, with their offsets; padded together if padding is on."""
+        cores, padded together if padding is on. ``offsets``: compute
+        offsets and word ids now, on all cores (else each encoding computes
+        its own when first read)."""
         inputs = _inputs(inputs)
-        return self._pipeline.encode_batch(inputs, add_special_tokens, _allowed(allowed_special), True)
+        allowed = _allowed(allowed_special)
+        try:
+            return self._pipeline.encode_batch(inputs, add_special_tokens, allowed, offsets)
+        except UnicodeEncodeError:
+            return self._pipeline.encode_batch(_clean_inputs(inputs), add_special_tokens, allowed, offsets)
+
+    def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
+        """The ids of ``text`` alone, as a list: the fastest way to them
+        (no offsets, no :data:`Encoding`)."""
+        return self.encode(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special).ids
+
+    def encode_batch_ids(
+        self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
+    ) -> list[list[int]]:
+        """The ids of many texts, as lists, encoded on all cores."""
+        encodings = self.encode_batch(
+            text_list(texts), add_special_tokens=add_special_tokens, allowed_special=allowed_special
+        )
+        return [e.ids for e in encodings]
 
     def encode_batch_numpy(
         self,
@@ -273,9 +309,12 @@ class Tokenizer:
 
         inputs = _inputs(inputs)
         pad_id = self._padding["pad_id"] if self._padding else 0
-        ids, mask, types, lengths, width = self._pipeline.encode_batch_arrays(
-            inputs, pad_id, add_special_tokens, _allowed(allowed_special)
-        )
+        allowed = _allowed(allowed_special)
+        try:
+            arrays = self._pipeline.encode_batch_arrays(inputs, pad_id, add_special_tokens, allowed)
+        except UnicodeEncodeError:
+            arrays = self._pipeline.encode_batch_arrays(_clean_inputs(inputs), pad_id, add_special_tokens, allowed)
+        ids, mask, types, lengths, width = arrays
         shape = (len(inputs), width)
         return {
             "ids": np.frombuffer(ids, dtype=np.uint32).reshape(shape),
@@ -309,7 +348,7 @@ class Tokenizer:
         """The text of ``ids``: their tokens through the decoder (without
         one, their bytes joined). ``skip_special_tokens``: leave out the
         special tokens and the template's."""
-        ids = list(ids)
+        ids = _id_list(ids)
         try:
             return self._pipeline.decode(ids, skip_special_tokens)
         except OverflowError:
@@ -319,9 +358,165 @@ class Tokenizer:
         """:meth:`decode` of each sequence of ids."""
         return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in sequences]
 
+    # -------------------------------------------------------------------- files
+
+    @property
+    def training(self) -> dict | None:
+        """The settings and corpus statistics the model was trained with."""
+        return self._training
+
+    def save(self, path: PathLike) -> None:
+        """Save as polytok JSON (the model, its pipeline, the training
+        record), atomically. :func:`polytok.load` reads it back."""
+        atomic_write(path, self.to_json())
+
+    def to_json(self) -> str:
+        """The polytok JSON that :meth:`save` writes."""
+        training = None if self._training is None else json.dumps(self._training)
+        pipeline = self._saved_pipeline()
+        return self._core.to_json(training, None if pipeline is None else json.dumps(pipeline))
+
+    @classmethod
+    def _from_pipeline(cls, core: Model, pipeline: dict, source: str) -> Tokenizer:
+        """A composed tokenizer from its saved pipeline; a part polytok
+        does not know is named in a :class:`polytok.TokenizerFileError`."""
+        import polytok.decoders  # noqa: F401  (registers the components)
+        import polytok.normalizers  # noqa: F401
+
+        unknown = set(pipeline) - {"preset", *_PIPELINE_PARTS}
+        if unknown:
+            raise _core.TokenizerFileError(f"{source}: unknown pipeline part(s) {', '.join(sorted(unknown))}")
+        try:
+            parts = {
+                key: None if pipeline.get(key) is None else Component.build(key, pipeline[key])
+                for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder")
+            }
+            special = {text: id for text, id in pipeline.get("special_tokens") or []}
+            return cls(core, special_tokens=special, **parts)
+        except (TypeError, ValueError) as e:
+            raise _core.TokenizerFileError(f"{source}: {e}") from None
+
+    def _saved_pipeline(self) -> dict | None:
+        """The pipeline as saved: everything, for a composed tokenizer."""
+        return {"preset": False, **self.pipeline_dict()}
+
+    def _restore(self, pipeline: dict) -> None:
+        """Applies a saved pipeline's truncation and padding."""
+        self._truncation = pipeline.get("truncation")
+        self._padding = pipeline.get("padding")
+        self._pipeline_cache = None
+        self._pipeline
+
+    def __reduce__(self):
+        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
+        fraction of the model's memory, and the same for every
+        ``multiprocessing`` start method."""
+        return (from_json, (self.to_json(), f"<pickled {type(self).__name__}>"))
+
     def __repr__(self) -> str:
         steps = ", ".join(f"{k}={v!r}" for k, v in self.pipeline_dict().items() if v)
         return f"Tokenizer({type(self._core).__name__}, {steps})"
+
+
+class Preset(Tokenizer):
+    """What the model presets (:class:`polytok.BPETokenizer`,
+    :class:`polytok.WordPieceTokenizer`, :class:`polytok.UnigramTokenizer`)
+    share: a pipeline that is the model's own text handling, so that ids
+    come from the model's fused encoder; truncation and padding can still
+    be turned on."""
+
+    _core_type: ClassVar[type]
+
+    def __init__(self, core: Model, **components: Any) -> None:
+        super().__init__(core, **components)
+        self._fused = True
+
+    @classmethod
+    def load(cls, path: PathLike) -> Preset:
+        """Load a tokenizer saved with :meth:`save`."""
+        tokenizer = load_json(path)
+        if not isinstance(tokenizer, cls):
+            raise _core.TokenizerFileError(
+                f"{os.fspath(path)}: holds a {type(tokenizer).__name__}, not a {cls.__name__} (polytok.load reads any)"
+            )
+        return tokenizer
+
+    def _saved_pipeline(self) -> dict | None:
+        """Only what differs from the preset: its truncation and padding
+        (files of presets without them are as they always were)."""
+        if self._truncation is None and self._padding is None:
+            return None
+        return {"preset": True, "truncation": self._truncation, "padding": self._padding}
+
+    def _plain(self, add_special_tokens: bool, allowed: str | list[str] | None) -> bool:
+        """Whether ids come straight from the model: nothing around it."""
+        return (
+            self._truncation is None
+            and self._padding is None
+            and (self._post_processor is None or not add_special_tokens)
+            and (allowed is None or bool(self._special_tokens))
+        )
+
+    def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
+        allowed = _allowed(allowed_special)
+        if not self._plain(add_special_tokens, allowed):
+            return super().encode_ids(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
+        try:
+            return self._ids(text, allowed)
+        except UnicodeEncodeError:
+            return self._ids(without_surrogates(text), allowed)
+
+    def encode_batch_ids(
+        self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
+    ) -> list[list[int]]:
+        allowed = _allowed(allowed_special)
+        if not self._plain(add_special_tokens, allowed):
+            return super().encode_batch_ids(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
+        texts = text_list(texts)
+        try:
+            return self._batch_ids(texts, allowed)
+        except UnicodeEncodeError:
+            return self._batch_ids([without_surrogates(t) for t in texts], allowed)
+
+    encode_ids.__doc__ = Tokenizer.encode_ids.__doc__
+    encode_batch_ids.__doc__ = Tokenizer.encode_batch_ids.__doc__
+
+    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
+        """The model's own ids of ``text`` (a preset's fused encoder)."""
+        raise NotImplementedError
+
+    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
+        """The model's own ids of ``texts``, on all cores."""
+        raise NotImplementedError
+
+
+def from_json(text: str, source: str = "<polytok JSON>") -> Tokenizer:
+    """The tokenizer of polytok JSON (what :meth:`Tokenizer.save` writes):
+    a preset (:class:`polytok.BPETokenizer`, ...) for a preset's file, a
+    :class:`Tokenizer` for a composed one."""
+    from polytok.bpe import BPETokenizer
+    from polytok.unigram import UnigramTokenizer
+    from polytok.wordpiece import WordPieceTokenizer
+
+    presets = {"wordpiece": WordPieceTokenizer, "unigram": UnigramTokenizer}
+    # Not a polytok file: the loader of BPE files reports what is wrong.
+    preset = presets.get(_core.file_model(text), BPETokenizer)
+    core, training, pipeline = preset._core_type.from_json(text, source)
+    training = json.loads(training) if training else None
+    pipeline = json.loads(pipeline) if pipeline else None
+    if pipeline is None or pipeline.get("preset", False):
+        tokenizer = preset(core, training)
+    else:
+        tokenizer = Tokenizer._from_pipeline(core, pipeline, source)
+        tokenizer._training = training
+    if pipeline is not None:
+        tokenizer._restore(pipeline)
+    return tokenizer
+
+
+def load_json(path: PathLike) -> Tokenizer:
+    """The tokenizer of a polytok JSON file."""
+    return from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path))
 
 
 def _component(value: Component | None, kind: str) -> Component | None:
@@ -333,6 +528,19 @@ def _component(value: Component | None, kind: str) -> Component | None:
 def _allowed(allowed: AllowedSpecial) -> str | list[str] | None:
     """``"all"`` as it is (the core checks it), a collection as a list."""
     return allowed if isinstance(allowed, str) else list(allowed) or None
+
+
+def _id_list(ids: Iterable[int]) -> list[int]:
+    """Ids as a list (an :data:`Encoding` gives its ids at once)."""
+    return ids.ids if isinstance(ids, _core.Encoding) else list(ids)
+
+
+def _clean_inputs(inputs: list[Input]) -> list[Input]:
+    """Inputs with lone surrogates replaced by U+FFFD."""
+    return [
+        without_surrogates(item) if isinstance(item, str) else tuple(without_surrogates(t) for t in item)
+        for item in inputs
+    ]
 
 
 def _inputs(inputs: Sequence[Input]) -> list[Input]:

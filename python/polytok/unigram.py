@@ -11,16 +11,18 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
+from polytok._component import Component
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
 from polytok._args import id_error, text_list, whole_numbers
-from polytok._files import PathLike, atomic_write, read_tokenizer, tokenizer_json, unpickle_tokenizer
+from polytok._files import PathLike, atomic_write
 from polytok._progress import progress_callback, wanted
+from polytok.tokenizer import Preset, _id_list
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
 UNIGRAM_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 
 
-class UnigramTokenizer:
+class UnigramTokenizer(Preset):
     """A Unigram tokenizer: pieces with log-probabilities, and each text cut
     into the pieces whose scores sum highest (Viterbi).
 
@@ -31,12 +33,18 @@ class UnigramTokenizer:
     bytes as ``<0xHH>`` pieces when the model has byte fallback. Decoding
     gives the text back as SentencePiece's does.
 
+    As a :class:`polytok.Tokenizer`: SentencePiece's whitespace rules as
+    normalizers (see :func:`sentencepiece_normalizer`), the whole text one
+    piece (SentencePiece does not pre-tokenize), no template.
+
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`load` (polytok JSON) or :meth:`from_sentencepiece`.
     """
 
+    _core_type = _core.Unigram
+
     def __init__(self, core: _core.Unigram, training: dict | None = None) -> None:
-        self._core = core
+        super().__init__(core, normalizer=sentencepiece_normalizer(**core.whitespace))
         self._training = training
 
     # ----------------------------------------------------------------- training
@@ -150,22 +158,6 @@ class UnigramTokenizer:
 
     # -------------------------------------------------------------------- files
 
-    @classmethod
-    def load(cls, path: PathLike) -> UnigramTokenizer:
-        """Load a tokenizer saved with :meth:`save`."""
-        return cls(*read_tokenizer(path, _core.Unigram))
-
-    def save(self, path: PathLike) -> None:
-        """Save as polytok JSON (pieces, scores, types, settings, training
-        record), atomically."""
-        atomic_write(path, tokenizer_json(self))
-
-    def __reduce__(self):
-        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
-        fraction of the model's memory, and the same for every
-        ``multiprocessing`` start method."""
-        return (unpickle_tokenizer, (type(self), _core.Unigram, tokenizer_json(self)))
-
     def save_sentencepiece(self, path: PathLike) -> None:
         """Save as a SentencePiece ``.model`` file (identity normalization),
         atomically: ``sentencepiece`` loads it and encodes as polytok does."""
@@ -192,26 +184,20 @@ class UnigramTokenizer:
             data = f.read()
         return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
 
-    def encode(self, text: str) -> list[int]:
-        """The ids of the best segmentation of ``text``."""
-        try:
-            return self._core.encode(text)
-        except UnicodeEncodeError:
-            return self._core.encode(without_surrogates(text))
+    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
+        return self._core.encode(text)
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """The ids of many texts, encoded on all cores."""
-        texts = text_list(texts)
-        try:
-            return self._core.encode_batch(texts)
-        except UnicodeEncodeError:
-            return self._core.encode_batch([without_surrogates(t) for t in texts])
+    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
+        return self._core.encode_batch(texts)
 
-    def decode(self, ids: Iterable[int]) -> str:
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
         """The text of ``ids``, as SentencePiece decodes it: ``▁`` back to
         spaces, the dummy prefix removed, byte pieces joined into UTF-8,
-        ``<unk>`` as " ⁇ ", control pieces as nothing."""
-        ids = list(ids)
+        ``<unk>`` as " ⁇ ", control pieces (``<s>``, ``</s>``) as nothing.
+        ``skip_special_tokens``: leave out the template's tokens too."""
+        ids = _id_list(ids)
+        if skip_special_tokens:
+            ids = [i for i in ids if not self._pipeline.is_special(i)]
         try:
             return self._core.decode(ids)
         except OverflowError:
@@ -240,18 +226,7 @@ class UnigramTokenizer:
 
     def tokens(self, text: str) -> list[str]:
         """The pieces of ``text`` as strings."""
-        return [self._core.piece(i) for i in self.encode(text)]
-
-    def id_to_token(self, id: int) -> str:
-        """The piece of an id."""
-        try:
-            return self._core.piece(id)
-        except OverflowError:
-            raise id_error(id, self.vocab_size) from None
-
-    def token_to_id(self, token: str) -> int | None:
-        """The id of a piece, or None."""
-        return self._core.piece_id(token)
+        return self.encode(text, add_special_tokens=False).tokens
 
     def score(self, id: int) -> float:
         """The score (log-probability) of a piece."""
@@ -261,19 +236,43 @@ class UnigramTokenizer:
             raise id_error(id, self.vocab_size) from None
 
     @property
-    def training(self) -> dict | None:
-        """The settings and corpus statistics the model was trained with."""
-        return self._training
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of pieces."""
-        return self._core.vocab_size
-
-    @property
     def byte_fallback(self) -> bool:
         """Whether unknown characters become byte pieces."""
         return self._core.byte_fallback
 
     def __repr__(self) -> str:
         return f"UnigramTokenizer(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"
+
+
+def sentencepiece_normalizer(
+    *,
+    remove_extra_whitespaces: bool = True,
+    add_dummy_prefix: bool = True,
+    escape_whitespaces: bool = True,
+    treat_whitespace_as_suffix: bool = False,
+) -> Component | None:
+    """SentencePiece's whitespace handling (after its identity
+    normalization) as normalizers, each step as the flags say: leading
+    spaces dropped, runs of spaces made one, trailing spaces (and ``▁``)
+    dropped; the dummy ``▁`` in front (or at the end); spaces written as
+    ``▁``. Offsets of the pieces then point into the text as given."""
+    import polytok.normalizers  # noqa: F401  (registers the normalizers)
+
+    space = "\u2581" if escape_whitespaces else " "
+    steps: list[dict] = []
+    if remove_extra_whitespaces:
+        trailing = "[ \u2581]+$" if escape_whitespaces else " +$"
+        steps += [_replace("^ +", ""), _replace(" {2,}", " "), _replace(trailing, "")]
+    if add_dummy_prefix and not treat_whitespace_as_suffix:
+        steps.append({"type": "Prepend", "prepend": space})
+    if escape_whitespaces:
+        steps.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
+    if add_dummy_prefix and treat_whitespace_as_suffix:
+        steps.append(_replace("(?s)(?<=.)\\z", space))
+    if not steps:
+        return None
+    return Component.build("normalizer", {"type": "Sequence", "normalizers": steps})
+
+
+def _replace(regex: str, content: str) -> dict:
+    return {"type": "Replace", "pattern": {"Regex": regex}, "content": content}

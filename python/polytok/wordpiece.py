@@ -7,17 +7,20 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
-from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
+from polytok._component import Component
+from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
-from polytok._files import PathLike, atomic_write, read_text, read_tokenizer, tokenizer_json, unpickle_tokenizer
+from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
-from polytok.bpe import AllowedSpecial, _allowed
+from polytok.pre_tokenizers import BertPreTokenizer
+from polytok.processors import BertProcessing
+from polytok.tokenizer import AllowedSpecial, Preset, _id_list
 
 #: BERT's special tokens, the default of every constructor here.
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(Preset):
     """A WordPiece tokenizer, as BERT's.
 
     Text is normalized as BERT does (control characters removed, white space
@@ -28,12 +31,41 @@ class WordPieceTokenizer:
     point, or longer than ``max_input_chars_per_word`` characters, becomes the
     unknown token. Matching takes linear time in the word.
 
+    As a :class:`polytok.Tokenizer`: the ``BertNormalizer`` and
+    ``BertPreTokenizer`` of the model's settings, its special tokens, and
+    BERT's template (``[CLS] A [SEP] B [SEP]``) when the vocabulary has
+    ``[CLS]`` and ``[SEP]``: ``encode`` adds them unless
+    ``add_special_tokens=False``.
+
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`from_vocab` (a BERT ``vocab.txt``) or :meth:`load`.
     """
 
+    _core_type = _core.WordPiece
+
     def __init__(self, core: _core.WordPiece, training: dict | None = None) -> None:
-        self._core = core
+        import polytok.normalizers  # noqa: F401  (registers the normalizers)
+
+        settings = core.settings
+        normalizer = Component.build(
+            "normalizer",
+            {
+                "type": "BertNormalizer",
+                **{k: settings[k] for k in ("clean_text", "handle_chinese_chars", "strip_accents", "lowercase")},
+            },
+        )
+        special = {token: core.token_id(token) for token in settings["special_tokens"]}
+        special = {token: id for token, id in special.items() if id is not None}
+        template = None
+        if "[CLS]" in special and "[SEP]" in special:
+            template = BertProcessing(sep=("[SEP]", special["[SEP]"]), cls=("[CLS]", special["[CLS]"]))
+        super().__init__(
+            core,
+            normalizer=normalizer,
+            pre_tokenizer=BertPreTokenizer(),
+            post_processor=template,
+            special_tokens=special,
+        )
         self._training = training
 
     # ----------------------------------------------------------------- training
@@ -179,112 +211,36 @@ class WordPieceTokenizer:
             )
         )
 
-    @classmethod
-    def load(cls, path: PathLike) -> WordPieceTokenizer:
-        """Load a tokenizer saved with :meth:`save`."""
-        return cls(*read_tokenizer(path, _core.WordPiece))
-
-    def save(self, path: PathLike) -> None:
-        """Save as polytok JSON (vocabulary, settings, training record), atomically."""
-        atomic_write(path, tokenizer_json(self))
-
-    def __reduce__(self):
-        """Pickles as the polytok JSON that :meth:`save` writes: exact, a
-        fraction of the model's memory, and the same for every
-        ``multiprocessing`` start method."""
-        return (unpickle_tokenizer, (type(self), _core.WordPiece, tokenizer_json(self)))
-
     def save_vocab(self, path: PathLike) -> None:
         """Save the vocabulary as a BERT ``vocab.txt``, atomically."""
         atomic_write(path, self._core.to_vocab_txt())
 
     # ----------------------------------------------------------------- encoding
 
-    def encode(
-        self,
-        text: str,
-        *,
-        allowed_special: AllowedSpecial = (),
-        add_special_tokens: bool = False,
-    ) -> list[int]:
-        """Token ids of ``text``.
+    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
+        return self._core.encode(text, allowed)
 
-        Special-token text (``[CLS]``) is encoded as ordinary text unless
-        allowed: ``allowed_special="all"`` or a collection of special tokens.
-        ``add_special_tokens`` wraps the ids in ``[CLS]`` ... ``[SEP]``, as
-        BERT's input.
-        """
-        allowed = _allowed(allowed_special)
-        try:
-            ids = self._core.encode(text, allowed)
-        except UnicodeEncodeError:
-            ids = self._core.encode(without_surrogates(text), allowed)
-        if add_special_tokens:
-            cls_id, sep_id = self._cls_sep()
-            return [cls_id, *ids, sep_id]
-        return ids
+    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
+        return self._core.encode_batch(texts, allowed)
 
-    def encode_batch(
-        self,
-        texts: Sequence[str],
-        *,
-        allowed_special: AllowedSpecial = (),
-        add_special_tokens: bool = False,
-    ) -> list[list[int]]:
-        """Token ids of many texts, encoded on all cores."""
-        allowed = _allowed(allowed_special)
-        texts = text_list(texts)
-        try:
-            batch = self._core.encode_batch(texts, allowed)
-        except UnicodeEncodeError:
-            batch = self._core.encode_batch([without_surrogates(t) for t in texts], allowed)
-        if add_special_tokens:
-            cls_id, sep_id = self._cls_sep()
-            return [[cls_id, *ids, sep_id] for ids in batch]
-        return batch
-
-    def _cls_sep(self) -> tuple[int, int]:
-        """The ids of [CLS] and [SEP], which ``add_special_tokens`` puts around ids."""
-        cls_id, sep_id = self.token_to_id("[CLS]"), self.token_to_id("[SEP]")
-        if cls_id is None or sep_id is None:
-            raise ValueError("add_special_tokens needs [CLS] and [SEP] in the vocabulary")
-        return cls_id, sep_id
-
-    def decode(self, ids: Iterable[int], *, cleanup: bool = True) -> str:
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
         """The text of ``ids``: continuation tokens joined to the token before
-        them, others separated by spaces. ``cleanup`` removes the space
-        before punctuation and in English contractions, as BERT's decoder.
+        them, others separated by spaces, without the space before
+        punctuation and in English contractions (BERT's decoder).
+        ``skip_special_tokens``: leave out ``[CLS]``, ``[SEP]``, ``[PAD]``...
         (Normalization is not undone: an uncased model decodes lowercase.)"""
-        ids = list(ids)
+        ids = _id_list(ids)
+        if skip_special_tokens:
+            ids = [i for i in ids if not self._pipeline.is_special(i)]
         try:
-            return self._core.decode(ids, cleanup)
+            return self._core.decode(ids, True)
         except OverflowError:
             raise id_error(ids, self.vocab_size) from None
 
     def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
-        """The tokens of ``text`` as strings (``["un", "##aff", "##able"]``)."""
-        return [self._core.token(i) for i in self.encode(text, allowed_special=allowed_special)]
-
-    def id_to_token(self, id: int) -> str:
-        """The token of an id."""
-        try:
-            return self._core.token(id)
-        except OverflowError:
-            raise id_error(id, self.vocab_size) from None
-
-    def token_to_id(self, token: str) -> int | None:
-        """The id of a token, or None."""
-        return self._core.token_id(token)
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of tokens."""
-        return self._core.vocab_size
-
-    @property
-    def training(self) -> dict | None:
-        """The settings and corpus statistics the model was trained with."""
-        return self._training
+        """The tokens of ``text`` as strings (``["un", "##aff", "##able"]``),
+        without the template's."""
+        return self.encode(text, add_special_tokens=False, allowed_special=allowed_special).tokens
 
     @property
     def settings(self) -> dict:

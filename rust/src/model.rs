@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::bpe::BpeModel;
 use crate::error::{Error, Result};
 use crate::unigram::UnigramModel;
+use crate::vocab::AllowedSpecial;
 use crate::wordpiece::WordPieceModel;
 
 #[derive(Clone)]
@@ -39,6 +40,19 @@ impl Model {
                     let at = range.start as u32;
                     m.encode_piece(&text[range.clone()], ids, ends.as_deref_mut().map(|e| (e, at)));
                 }
+            }
+        }
+    }
+
+    /// Appends the ids of a whole text through the model's own text
+    /// handling (the presets' pipelines, fused: no pieces in between).
+    pub fn encode_whole(&self, text: &str, allowed: &AllowedSpecial, ids: &mut Vec<u32>) -> Result<()> {
+        match self {
+            Model::Bpe(m) => m.encode_into(text, allowed, ids),
+            Model::WordPiece(m) => m.encode_into(text, allowed, ids),
+            Model::Unigram(m) => {
+                m.encode_into(text, ids);
+                Ok(())
             }
         }
     }

@@ -346,24 +346,28 @@ impl Ints {
     }
 }
 
-/// A model read from polytok JSON without the GIL, and its training record
-/// as JSON text.
+/// What a polytok JSON file holds besides the model: its training record
+/// and its pipeline.
+type Record = Option<serde_json::Value>;
+
+/// A model read from polytok JSON without the GIL, with its training
+/// record and pipeline as JSON text.
 fn read_json<M: Send>(
     py: Python<'_>,
     json: &str,
     source: &str,
-    read: impl FnOnce(&str, &str) -> Result<(M, Option<serde_json::Value>), Error> + Send,
-) -> PyResult<(M, Option<String>)> {
-    let (model, training) = guarded(py, true, || read(json, source))?.map_err(to_py)?;
-    Ok((model, training.map(|t| t.to_string())))
+    read: impl FnOnce(&str, &str) -> Result<(M, Record, Record), Error> + Send,
+) -> PyResult<(M, Option<String>, Option<String>)> {
+    let (model, training, pipeline) = guarded(py, true, || read(json, source))?.map_err(to_py)?;
+    Ok((model, training.map(|t| t.to_string()), pipeline.map(|p| p.to_string())))
 }
 
-/// A training record given as JSON text by the Python side.
-fn parse_training(training: Option<&str>) -> PyResult<Option<serde_json::Value>> {
-    training
+/// A record (training, pipeline) given as JSON text by the Python side.
+fn parse_record(record: Option<&str>, what: &str) -> PyResult<Record> {
+    record
         .map(serde_json::from_str::<serde_json::Value>)
         .transpose()
-        .map_err(|e| PyValueError::new_err(format!("training record is not JSON: {e}")))
+        .map_err(|e| PyValueError::new_err(format!("{what} record is not JSON: {e}")))
 }
 
 /// `encode` of any model: the ids of `text` as a Python list, the GIL
@@ -532,15 +536,16 @@ impl Bpe {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = read_json(py, json, source, BpeModel::from_json)?;
-        Ok((Bpe::new(py, model)?, training))
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+        let (model, training, pipeline) = read_json(py, json, source, BpeModel::from_json)?;
+        Ok((Bpe::new(py, model)?, training, pipeline))
     }
 
-    /// polytok JSON; `training` is a JSON object recorded in the file.
-    #[pyo3(signature = (training = None))]
-    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_training(training)?.as_ref()))
+    /// polytok JSON; `training` and `pipeline` are JSON objects recorded
+    /// in the file.
+    #[pyo3(signature = (training = None, pipeline = None))]
+    fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
+        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
     }
 
     #[staticmethod]
@@ -740,15 +745,16 @@ impl WordPiece {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = read_json(py, json, source, WordPieceModel::from_json)?;
-        Ok((WordPiece::new(py, model)?, training))
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+        let (model, training, pipeline) = read_json(py, json, source, WordPieceModel::from_json)?;
+        Ok((WordPiece::new(py, model)?, training, pipeline))
     }
 
-    /// polytok JSON; `training` is a JSON object recorded in the file.
-    #[pyo3(signature = (training = None))]
-    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_training(training)?.as_ref()))
+    /// polytok JSON; `training` and `pipeline` are JSON objects recorded
+    /// in the file.
+    #[pyo3(signature = (training = None, pipeline = None))]
+    fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
+        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
     }
 
     fn to_vocab_txt(&self) -> String {
@@ -909,15 +915,16 @@ impl Unigram {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>)> {
-        let (model, training) = read_json(py, json, source, UnigramModel::from_json)?;
-        Ok((Unigram::new(py, model)?, training))
+    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+        let (model, training, pipeline) = read_json(py, json, source, UnigramModel::from_json)?;
+        Ok((Unigram::new(py, model)?, training, pipeline))
     }
 
-    /// polytok JSON; `training` is a JSON object recorded in the file.
-    #[pyo3(signature = (training = None))]
-    fn to_json(&self, training: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_training(training)?.as_ref()))
+    /// polytok JSON; `training` and `pipeline` are JSON objects recorded
+    /// in the file.
+    #[pyo3(signature = (training = None, pipeline = None))]
+    fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
+        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
     }
 
     /// A SentencePiece `.model` file's bytes.
@@ -986,6 +993,20 @@ impl Unigram {
     #[getter]
     fn byte_fallback(&self) -> bool {
         self.model.byte_fallback()
+    }
+
+    /// SentencePiece's whitespace settings: `remove_extra_whitespaces`,
+    /// `add_dummy_prefix`, `escape_whitespaces`,
+    /// `treat_whitespace_as_suffix`.
+    #[getter]
+    fn whitespace<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let ws = self.model.whitespace();
+        let dict = PyDict::new(py);
+        dict.set_item("remove_extra_whitespaces", ws.remove_extra)?;
+        dict.set_item("add_dummy_prefix", ws.add_dummy_prefix)?;
+        dict.set_item("escape_whitespaces", ws.escape)?;
+        dict.set_item("treat_whitespace_as_suffix", ws.as_suffix)?;
+        Ok(dict)
     }
 
     /// The unknown piece's id; `None` for a model without one (byte

@@ -38,6 +38,10 @@ struct BpeFile {
     merges: Option<Vec<(u32, u32)>>,
     special_tokens: Vec<SpecialEntry>,
     training: Option<serde_json::Value>,
+    /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
+    /// it is not the model's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pipeline: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -68,7 +72,7 @@ where
 
 impl BpeModel {
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>) -> String {
+    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
         let pattern = match self.pattern() {
             Pattern::Whole => None,
             Pattern::Regex(re) => Some(PatternEntry {
@@ -96,13 +100,14 @@ impl BpeModel {
                 })
                 .collect(),
             training: training.cloned(),
+            pipeline: pipeline.cloned(),
         };
         serde_json::to_string(&file).expect("the model serializes")
     }
 
     /// A model from polytok JSON; `source` names the file in errors. Returns
     /// the training record too.
-    pub fn from_json(json: &str, source: &str) -> Result<(BpeModel, Option<serde_json::Value>)> {
+    pub fn from_json(json: &str, source: &str) -> Result<(BpeModel, Option<serde_json::Value>, Option<serde_json::Value>)> {
         let file: BpeFile = serde_json::from_str(json).map_err(|e| {
             let kind = if e.is_eof() {
                 "is truncated"
@@ -147,7 +152,7 @@ impl BpeModel {
             .collect();
         let model =
             BpeModel::new(tokens, pattern, special, file.merges).map_err(|e| damaged(source, e))?;
-        Ok((model, file.training))
+        Ok((model, file.training, file.pipeline))
     }
 
     /// The ordinary tokens as a tiktoken rank file.

@@ -72,7 +72,7 @@ fn training_is_deterministic_and_respects_limits() {
     s.special_tokens = vec!["<|end|>".to_owned()];
     let a = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
     let b = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
-    assert_eq!(a.to_json(None), b.to_json(None));
+    assert_eq!(a.to_json(None, None), b.to_json(None, None));
     assert!(a.vocab().iter().all(|t| t.len() <= 3));
     assert_eq!(
         a.special_tokens().id("<|end|>"),
@@ -232,9 +232,9 @@ fn json_and_tiktoken_round_trip() {
     let mut s = settings(280, Pattern::Cl100k);
     s.special_tokens = vec!["<|endoftext|>".to_owned()];
     let model = train(counts(Pattern::Cl100k, &[&text]), &s, &Progress::silent()).unwrap();
-    let json = model.to_json(None);
-    let (loaded, _) = BpeModel::from_json(&json, "m.json").unwrap();
-    assert_eq!(loaded.to_json(None), json);
+    let json = model.to_json(None, None);
+    let (loaded, _, _) = BpeModel::from_json(&json, "m.json").unwrap();
+    assert_eq!(loaded.to_json(None, None), json);
     let ids = model.encode(&text, &AllowedSpecial::None).unwrap();
     assert_eq!(loaded.encode(&text, &AllowedSpecial::None).unwrap(), ids);
 
@@ -256,7 +256,7 @@ fn json_and_tiktoken_round_trip() {
 #[test]
 fn damaged_files_are_errors() {
     let model = small_model();
-    let json = model.to_json(None);
+    let json = model.to_json(None, None);
     let truncated = BpeModel::from_json(&json[..json.len() / 2], "t.json")
         .err()
         .unwrap()
@@ -286,7 +286,7 @@ fn damaged_files_are_errors() {
         "{err}"
     );
     let null_pattern = format!("{}\"pattern\":null,{}", &json[..start], &json[end..]);
-    let (whole, _) = BpeModel::from_json(&null_pattern, "n.json").unwrap();
+    let (whole, _, _) = BpeModel::from_json(&null_pattern, "n.json").unwrap();
     assert_eq!(whole.pattern(), &Pattern::Whole);
     let bad_rank =
         BpeModel::from_tiktoken("YQ== 0\nYg== x\n", "r.tiktoken", Pattern::Cl100k, vec![])
@@ -332,7 +332,7 @@ fn counts_beyond_32_bits_do_not_overflow() {
 #[test]
 fn damaged_merges_and_special_ids_are_errors_not_panics() {
     let model = small_model();
-    let json = model.to_json(None);
+    let json = model.to_json(None, None);
     // More merges than tokens: counting back from the vocabulary size would
     // underflow.
     let extra = "[0,1],".repeat(300);

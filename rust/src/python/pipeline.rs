@@ -90,11 +90,15 @@ fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<(Bound<'py, Py
 impl Pipeline {
     /// `spec`: the pipeline's JSON (normalizer, pre_tokenizer,
     /// post_processor, special_tokens, truncation, padding).
+    /// `fused`: the normalizer, pre-tokenizer and special tokens are the
+    /// model's own (a preset's), so ids-only encoding may use the model's
+    /// fused encoder.
     #[new]
-    fn new(model: &Bound<'_, PyAny>, spec: &str) -> PyResult<Self> {
+    #[pyo3(signature = (model, spec, fused = false))]
+    fn new(model: &Bound<'_, PyAny>, spec: &str, fused: bool) -> PyResult<Self> {
         let spec: PipelineSpec = serde_json::from_str(spec)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}")))?;
-        let tokenizer = Tokenizer::new(model_of(model)?, &spec).map_err(to_py)?;
+        let tokenizer = Tokenizer::new(model_of(model)?, &spec, fused).map_err(to_py)?;
         Ok(Pipeline { tokenizer: Arc::new(tokenizer) })
     }
 

@@ -57,6 +57,10 @@ struct UnigramFile {
     )]
     unk_surface: String,
     training: Option<serde_json::Value>,
+    /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
+    /// it is not the model's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pipeline: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -259,7 +263,7 @@ impl UnigramModel {
     }
 
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>) -> String {
+    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
         let file = UnigramFile {
             format: "polytok".to_owned(),
             version: FORMAT_VERSION,
@@ -278,13 +282,14 @@ impl UnigramModel {
             },
             unk_surface: self.unk_surface.clone(),
             training: training.cloned(),
+            pipeline: pipeline.cloned(),
         };
         serde_json::to_string(&file).expect("serializable")
     }
 
     /// A model from polytok JSON, with its training record; errors name
     /// `source`.
-    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
+    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
         let file: UnigramFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok Unigram file: {e}")))?;
         check_header(source, &file.format, file.version, &file.model, "unigram")?;
@@ -302,7 +307,7 @@ impl UnigramModel {
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
             .map_err(|e| damaged(source, e))?
             .with_unk_surface(file.unk_surface);
-        Ok((model, file.training))
+        Ok((model, file.training, file.pipeline))
     }
 }
 
@@ -369,13 +374,13 @@ mod tests {
                 assert_eq!(other.encode(" ab  b"), model.encode(" ab  b"));
             };
             let training = serde_json::json!({"vocab_size": 6});
-            let json = model.to_json(Some(&training));
+            let json = model.to_json(Some(&training), None);
             // SentencePiece's defaults are left out, as files had them.
             let defaults = whitespace == Whitespace::default();
             for key in ["escape", "as_suffix", "unk_surface"] {
                 assert_eq!(json.contains(key), !defaults, "{key}");
             }
-            let (json_model, record) = UnigramModel::from_json(&json, "m.json").unwrap();
+            let (json_model, record, _) = UnigramModel::from_json(&json, "m.json").unwrap();
             same(&json_model);
             assert_eq!(record, Some(training));
             same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());

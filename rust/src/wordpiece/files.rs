@@ -36,6 +36,10 @@ struct WordPieceFile {
     normalizer: NormalizerEntry,
     special_tokens: Vec<String>,
     training: Option<serde_json::Value>,
+    /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
+    /// it is not the model's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pipeline: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -88,7 +92,7 @@ impl WordPieceModel {
     }
 
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>) -> String {
+    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
         let s = &self.settings;
         let n = s.normalizer;
         let file = WordPieceFile {
@@ -109,13 +113,14 @@ impl WordPieceModel {
             },
             special_tokens: s.special_tokens.clone(),
             training: training.cloned(),
+            pipeline: pipeline.cloned(),
         };
         serde_json::to_string(&file).expect("serializable")
     }
 
     /// A model from polytok JSON, with its training record; errors name
     /// `source`.
-    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>)> {
+    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
         let file: WordPieceFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok WordPiece file: {e}")))?;
         check_header(source, &file.format, file.version, &file.model, "wordpiece")?;
@@ -133,7 +138,7 @@ impl WordPieceModel {
             special_tokens: file.special_tokens,
         };
         let model = WordPieceModel::new(file.tokens, settings).map_err(|e| damaged(source, e))?;
-        Ok((model, file.training))
+        Ok((model, file.training, file.pipeline))
     }
 }
 
@@ -147,7 +152,7 @@ mod tests {
         let model =
             WordPieceModel::from_vocab_txt(text, "v.txt", WordPieceSettings::default()).unwrap();
         assert_eq!(model.to_vocab_txt(), text);
-        let (again, _) = WordPieceModel::from_json(&model.to_json(None), "m.json").unwrap();
+        let (again, _, _) = WordPieceModel::from_json(&model.to_json(None, None), "m.json").unwrap();
         assert_eq!(again.to_vocab_txt(), text);
         assert_eq!(again.settings(), model.settings());
 

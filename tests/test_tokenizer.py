@@ -1,0 +1,168 @@
+"""polytok.Tokenizer: the pipeline against Hugging Face tokenizers on the
+same settings (ids, offsets, word ids, masks, templates, truncation with
+overflowing windows, padding), and the checks of bad settings."""
+
+from __future__ import annotations
+
+import pytest
+
+import polytok
+from polytok import pre_tokenizers, processors
+from tests.conftest import BERT_REFERENCE
+
+tokenizers = pytest.importorskip("tokenizers")
+
+LANGUAGES = ["eng_Latn", "fra_Latn", "rus_Cyrl", "zho_Hans", "jpn_Jpan", "arb_Arab", "hin_Deva", "tha_Thai"]
+
+
+@pytest.fixture(scope="module")
+def bert_vocab():
+    vocab = BERT_REFERENCE / "vocab.txt"
+    if not vocab.exists():
+        pytest.skip(f"BERT's vocabulary not found at {vocab} (../shared/ is absent)")
+    return vocab
+
+
+def bert_pair(vocab_path):
+    """polytok's and tokenizers' BERT pipelines without a normalizer (the
+    normalizers are compared on their own)."""
+    wordpiece = polytok.WordPieceTokenizer.from_vocab(vocab_path)
+    ours = polytok.Tokenizer(
+        wordpiece.model,
+        pre_tokenizer=pre_tokenizers.BertPreTokenizer(),
+        post_processor=processors.BertProcessing(sep=("[SEP]", 102), cls=("[CLS]", 101)),
+    )
+    theirs = tokenizers.Tokenizer.from_file(str(BERT_REFERENCE / "tokenizer.json"))
+    theirs.normalizer = tokenizers.normalizers.Sequence([])
+    return ours, theirs
+
+
+def assert_same(ours, theirs, context):
+    assert ours.ids == theirs.ids, context
+    assert ours.offsets == [tuple(o) for o in theirs.offsets], context
+    assert ours.type_ids == theirs.type_ids, context
+    assert ours.attention_mask == theirs.attention_mask, context
+    assert ours.special_tokens_mask == theirs.special_tokens_mask, context
+    assert ours.word_ids == theirs.word_ids, context
+    assert ours.sequence_ids == theirs.sequence_ids, context
+    assert len(ours.overflowing) == len(theirs.overflowing), context
+    for o, t in zip(ours.overflowing, theirs.overflowing):
+        assert_same(o, t, context)
+
+
+def lines(flores, n=60):
+    return [line.lower() for language in LANGUAGES for line in flores[language][:n]]
+
+
+def test_bert_pipeline_equals_tokenizers_on_flores(bert_vocab, flores):
+    ours, theirs = bert_pair(bert_vocab)
+    texts = lines(flores)
+    for text, mine, reference in zip(texts, ours.encode_batch(texts), theirs.encode_batch(texts)):
+        assert_same(mine, reference, text)
+    for text in texts[::7]:
+        assert_same(ours.encode(text), theirs.encode(text), text)
+    pairs = list(zip(texts[::2], texts[1::2]))
+    for pair, mine, reference in zip(pairs, ours.encode_batch(pairs), theirs.encode_batch(pairs)):
+        assert_same(mine, reference, pair)
+
+
+@pytest.mark.parametrize("strategy", ["longest_first", "only_first", "only_second"])
+@pytest.mark.parametrize("direction", ["right", "left"])
+def test_truncation_and_overflowing_equal_tokenizers(bert_vocab, flores, strategy, direction):
+    ours, theirs = bert_pair(bert_vocab)
+    ours.enable_truncation(40, stride=5, strategy=strategy, direction=direction)
+    theirs.enable_truncation(40, stride=5, strategy=strategy, direction=direction)
+    texts = lines(flores, 20)
+    pairs = [(a, b[:60]) for a, b in zip(texts[::2], texts[1::2])]
+    if strategy == "only_second":
+        pairs = [(a[:40], b + " " + b) for a, b in pairs]
+    for pair in pairs:
+        try:
+            reference = theirs.encode(*pair)
+        except Exception:
+            with pytest.raises(ValueError):
+                ours.encode(*pair)
+            continue
+        assert_same(ours.encode(*pair), reference, pair)
+    if strategy == "longest_first":
+        for text in texts:
+            assert_same(ours.encode(text), theirs.encode(text), text)
+
+
+@pytest.mark.parametrize(
+    "padding",
+    [{}, {"pad_to_multiple_of": 8}, {"direction": "left"}, {"length": 96}],
+    ids=["longest", "multiple", "left", "fixed"],
+)
+def test_padding_equals_tokenizers(bert_vocab, flores, padding):
+    ours, theirs = bert_pair(bert_vocab)
+    ours.enable_padding(**padding)
+    theirs.enable_padding(pad_id=0, pad_token="[PAD]", **padding)
+    texts = lines(flores, 10)
+    for text, mine, reference in zip(texts, ours.encode_batch(texts), theirs.encode_batch(texts)):
+        assert_same(mine, reference, text)
+    arrays = ours.encode_batch_numpy(texts)
+    assert arrays["ids"].tolist() == [e.ids for e in ours.encode_batch(texts)]
+    assert arrays["attention_mask"].tolist() == [e.attention_mask for e in ours.encode_batch(texts)]
+    assert_same(ours.encode(texts[0]), theirs.encode(texts[0]), texts[0])
+
+
+def test_byte_level_offsets_cover_the_text(cl100k, flores):
+    tok = polytok.Tokenizer(cl100k.model, pre_tokenizer=pre_tokenizers.Pattern("cl100k"))
+    texts = [line for language in LANGUAGES for line in flores[language][:50]]
+    for text, encoding in zip(texts, tok.encode_batch(texts)):
+        assert encoding.ids == cl100k.encode(text)
+        assert "".join(text[s:e] for s, e in encoding.offsets) == text
+        assert all(a[1] == b[0] for a, b in zip(encoding.offsets, encoding.offsets[1:]))
+
+
+def test_encoding_lookups_and_sequence_behaviour(bert_vocab):
+    ours, theirs = bert_pair(bert_vocab)
+    text = "hello there, general kenobi"
+    mine, reference = ours.encode(text), theirs.encode(text)
+    for char in range(len(text)):
+        assert mine.char_to_token(char) == reference.char_to_token(char)
+    for index in range(len(mine)):
+        assert mine.token_to_chars(index) == (tuple(reference.token_to_chars(index)) if reference.token_to_chars(index) else None)
+    assert mine.tokens == reference.tokens
+    assert len(mine) == len(reference.ids) and list(mine) == reference.ids and mine[-1] == 102
+    assert mine == reference.ids and mine == ours.encode(text)
+
+
+def test_special_tokens_are_matched_before_the_pipeline_when_allowed(bert_vocab):
+    wordpiece = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    tok = polytok.Tokenizer(
+        wordpiece.model, pre_tokenizer=pre_tokenizers.BertPreTokenizer(), special_tokens={"[MASK]": 103}
+    )
+    text = "the [MASK] sat"
+    assert tok.encode(text, allowed_special="all").ids == [1996, 103, 2938]
+    assert 103 not in tok.encode(text).ids
+    encoding = tok.encode(text, allowed_special="all")
+    assert encoding.offsets[1] == (4, 10) and encoding.special_tokens_mask == [0, 1, 0]
+    assert tok.decode(encoding.ids, skip_special_tokens=True) == "thesat"
+
+
+def test_bad_settings_are_refused_with_a_reason(bert_vocab):
+    ours, _ = bert_pair(bert_vocab)
+    with pytest.raises(ValueError, match="leaves no room"):
+        ours.enable_truncation(2)
+    with pytest.raises(ValueError, match="stride"):
+        ours.enable_truncation(10, stride=8)
+    assert ours.truncation is None
+    plain = polytok.Tokenizer(polytok.BPETokenizer.train_from_iterator(["ab ab"], vocab_size=260).model)
+    with pytest.raises(ValueError, match="pad token"):
+        plain.enable_padding()
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        ours.enable_padding(pad_token="<nope>")
+    single_only = polytok.Tokenizer(
+        ours.model,
+        post_processor=processors.TemplateProcessing("[CLS] $A [SEP]", special_tokens=[("[CLS]", 101), ("[SEP]", 102)]),
+    )
+    with pytest.raises(ValueError, match="no pair form"):
+        single_only.encode("a", "b")
+    with pytest.raises(ValueError, match="not among special_tokens"):
+        processors.TemplateProcessing("[BOS] $A", special_tokens=[])
+    with pytest.raises(ValueError, match=r"\$A and \$B"):
+        processors.TemplateProcessing("$A", pair="$A [SEP]", special_tokens=[("[SEP]", 1)])
+    with pytest.raises(TypeError, match="normalizer"):
+        polytok.Tokenizer(ours.model, normalizer=pre_tokenizers.Whitespace())
