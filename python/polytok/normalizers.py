@@ -7,7 +7,7 @@ make is the same as theirs, and they are saved in the same form):
 - :class:`NFC`, :class:`NFD`, :class:`NFKC`, :class:`NFKD`: the Unicode
   normalization forms;
 - :class:`Lowercase`: full lowercase mapping of each character;
-- :class:`StripAccents`: removes nonspacing marks (category Mn) without
+- :class:`StripAccents`: removes combining marks (category M) without
   decomposing (put :class:`NFD` or :class:`NFKD` before it);
 - :class:`Strip`: white space at the start and/or the end;
 - :class:`Replace`: every match of a string or regular expression becomes
@@ -122,9 +122,10 @@ class Lowercase(_NoSettings):
 
 
 class StripAccents(_NoSettings):
-    """Removes nonspacing marks (category Mn). It does not decompose: after
-    :class:`NFD` it turns ``é`` into ``e``, alone it leaves a precomposed
-    ``é`` as it is (as Hugging Face's ``StripAccents``)."""
+    """Removes combining marks (category M: nonspacing, spacing and
+    enclosing, so Indic vowel signs too), as Hugging Face's
+    ``StripAccents``. It does not decompose: after :class:`NFD` it turns
+    ``é`` into ``e``, alone it leaves a precomposed ``é`` as it is."""
 
 
 class Strip(Normalizer):

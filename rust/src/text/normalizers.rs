@@ -8,7 +8,8 @@
 //! - `NFC`, `NFD`, `NFKC`, `NFKD`: the Unicode normalization forms (the
 //!   tables of `unicode-normalization-alignments`, as in `tokenizers`);
 //! - `Lowercase`: each character's full lowercase mapping;
-//! - `StripAccents`: removes nonspacing marks (general category Mn) without
+//! - `StripAccents`: removes combining marks (general category M: Mn, Mc
+//!   and Me, as `tokenizers` does, so Indic vowel signs too) without
 //!   decomposing first (put `NFD` or `NFKD` before it to strip `é` to `e`);
 //! - `Strip {strip_left, strip_right}`: white space at either end;
 //! - `Replace {pattern: {"String": s} | {"Regex": r}, content}`: every match
@@ -56,7 +57,7 @@
 use fancy_regex::Regex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use unicode_categories::UnicodeCategories;
-use unicode_normalization_alignments::char::{compose, decompose_canonical};
+use unicode_normalization_alignments::char::{compose, decompose_canonical, is_combining_mark};
 use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
 };
@@ -267,7 +268,7 @@ impl Normalizer {
             Normalizer::Lowercase => lowercase(text),
             Normalizer::StripAccents => {
                 if !text.as_str().is_ascii() {
-                    filter(text, |c| !c.is_mark_nonspacing());
+                    filter(text, |c| !is_combining_mark(c));
                 }
             }
             Normalizer::Strip {
@@ -475,6 +476,10 @@ fn strip(text: &mut Normalized, left: bool, right: bool) {
 }
 
 fn replace(text: &mut Normalized, regex: &Regex, content: &str) -> Result<()> {
+    if text.as_str().is_empty() {
+        // As `tokenizers`: an empty text has no match, not even an empty one.
+        return Ok(());
+    }
     let mut matches = Vec::new();
     for m in regex.find_iter(text.as_str()) {
         let m = m.map_err(|e| Error::invalid(format!("Replace: matching failed: {e}")))?;
