@@ -148,7 +148,7 @@ impl BertNormalizer {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum AsciiClass {
+pub(crate) enum AsciiClass {
     /// NUL and the other control characters but tab, LF and CR.
     Drop,
     /// Tab, LF, CR and the space. (Vertical tab and form feed are white
@@ -158,7 +158,7 @@ enum AsciiClass {
     Other,
 }
 
-static ASCII_CLASS: [AsciiClass; 128] = ascii_classes();
+pub(crate) static ASCII_CLASS: [AsciiClass; 128] = ascii_classes();
 
 const fn ascii_classes() -> [AsciiClass; 128] {
     let mut classes = [AsciiClass::Other; 128];
@@ -182,8 +182,8 @@ const fn ascii_classes() -> [AsciiClass; 128] {
 /// What BERT's text handling asks of a character, precomputed for the Basic
 /// Multilingual Plane (from the same functions, so with the same answers).
 #[derive(Clone, Copy, Default)]
-struct CharInfo {
-    flags: u8,
+pub(crate) struct CharInfo {
+    pub(crate) flags: u8,
     /// The lowercase character, when `LOWER_ONE`.
     lower: u16,
     /// What stripping accents and lowercasing make of it, when `UNCASED`.
@@ -192,17 +192,17 @@ struct CharInfo {
 }
 
 /// NUL, U+FFFD or a control character: cleaning drops it.
-const DROP: u8 = 1;
+pub(crate) const DROP: u8 = 1;
 /// White space.
-const SPACE: u8 = 2;
+pub(crate) const SPACE: u8 = 2;
 /// A CJK ideograph.
-const CHINESE: u8 = 4;
+pub(crate) const CHINESE: u8 = 4;
 const PUNCT: u8 = 8;
 /// A nonspacing mark (Mn): stripping accents drops it.
-const MARK: u8 = 16;
+pub(crate) const MARK: u8 = 16;
 /// NFD leaves it as it is and never moves a mark across it: a starter
 /// (canonical combining class 0) without canonical decomposition.
-const PLAIN: u8 = 32;
+pub(crate) const PLAIN: u8 = 32;
 /// Its lowercase is one BMP character, `lower`.
 const LOWER_ONE: u8 = 64;
 /// BERT uncased (strip accents, lowercase) makes it `uncased`, and NFD never
@@ -212,7 +212,7 @@ const LOWER_ONE: u8 = 64;
 const UNCASED: u8 = 128;
 
 #[inline(always)]
-fn char_info(c: char) -> CharInfo {
+pub(crate) fn char_info(c: char) -> CharInfo {
     static BMP: OnceLock<Box<[CharInfo]>> = OnceLock::new();
     if (c as u32) < 0x10000 {
         // Built on one thread: a parallel build inside `get_or_init` could

@@ -1067,6 +1067,15 @@ fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> PyResult<Vec<(Vec<Str
 
 /// The model of a polytok JSON file's text, or `None` (see
 /// `model_file::model_of`).
+/// `text` under the normalizer `spec_json` (`{"type": ..., ...}`), and for
+/// each character of the result the `(start, end)` character offsets in
+/// `text` that it stands for (empty for an inserted character).
+#[pyfunction]
+fn normalize(py: Python<'_>, spec_json: &str, text: &str) -> PyResult<(String, Vec<(usize, usize)>)> {
+    let normalizer = crate::text::normalizers::Normalizer::from_json(spec_json).map_err(to_py)?;
+    guarded(py, true, || normalizer.normalize_with_char_offsets(text))?.map_err(to_py)
+}
+
 #[pyfunction]
 fn file_model(json: &str) -> Option<String> {
     crate::model_file::model_of(json)
@@ -1082,6 +1091,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add_function(wrap_pyfunction!(file_model, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(scripts, m)?)?;
     m.add_function(wrap_pyfunction!(word_counts, m)?)?;
     m.add("PolytokError", m.py().get_type::<PolytokError>())?;

@@ -81,7 +81,7 @@ impl Tokenizer {
         let normalizer = spec
             .normalizer
             .as_ref()
-            .map(|value| Normalizer::from_json(&value.to_string()))
+            .map(Normalizer::from_value)
             .transpose()?;
         let pre_tokenizer = spec.pre_tokenizer.as_ref().map(PreTokenizer::new).transpose()?;
         let template = spec.post_processor.as_ref().map(Template::new).transpose()?;

@@ -71,7 +71,10 @@ impl Normalized {
             return (0, 0);
         }
         if range.is_empty() {
-            let at = self.spans.get(range.start).map_or_else(|| self.end_of_original(), |s| s.0);
+            let at = self
+                .spans
+                .get(range.start)
+                .map_or_else(|| self.end_of_original(), |s| s.0);
             return (at, at);
         }
         (self.spans[range.start].0, self.spans[range.end - 1].1)
@@ -104,6 +107,23 @@ impl Normalized {
         self.spans = builder.spans;
     }
 
+    /// Replaces the text by what `write` appends to an empty string, given
+    /// this text: the text-only form of a transform that has a faster way
+    /// to write its text than character by character. Without tracking only
+    /// (there is no map to keep).
+    pub fn rewrite_untracked(&mut self, write: impl FnOnce(&str, &mut String)) {
+        assert!(!self.track, "rewrite_untracked on a tracked text");
+        let mut text = String::with_capacity(self.text.len());
+        write(&self.text, &mut text);
+        self.text = text;
+    }
+
+    /// The text, to change in place where each character keeps its length
+    /// (ASCII case mapping): every byte keeps its span.
+    pub fn as_mut_str_same_lengths(&mut self) -> &mut str {
+        &mut self.text
+    }
+
     /// Each character with its byte position and original span (`(0, 0)`
     /// without tracking).
     pub fn chars_with_spans(&self) -> impl Iterator<Item = (usize, char, Span)> + '_ {
@@ -119,7 +139,10 @@ impl Normalized {
         if !self.track {
             return (0, 0);
         }
-        let p = self.spans.get(at).map_or_else(|| self.end_of_original(), |s| s.0);
+        let p = self
+            .spans
+            .get(at)
+            .map_or_else(|| self.end_of_original(), |s| s.0);
         (p, p)
     }
 }

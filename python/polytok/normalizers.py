@@ -1,0 +1,275 @@
+"""Normalizers: the steps that rewrite text before it is cut into pieces,
+each keeping track of where every character came from.
+
+Steps with Hugging Face ``tokenizers``' names and settings (the text they
+make is the same as theirs, and they are saved in the same form):
+
+- :class:`NFC`, :class:`NFD`, :class:`NFKC`, :class:`NFKD`: the Unicode
+  normalization forms;
+- :class:`Lowercase`: full lowercase mapping of each character;
+- :class:`StripAccents`: removes combining marks (category M) without
+  decomposing (put :class:`NFD` or :class:`NFKD` before it);
+- :class:`Strip`: white space at the start and/or the end;
+- :class:`Replace`: every match of a string or regular expression becomes
+  ``content``;
+- :class:`Prepend`: a prefix before non-empty text;
+- :class:`BertNormalizer`: BERT's cleaning, CJK spacing, accent stripping
+  and lowercasing;
+
+polytok's own:
+
+- :class:`HalfWidth`: full-width ASCII forms to ASCII, full-width katakana
+  to half-width;
+- :class:`FullWidth`: ASCII to full-width forms, half-width katakana to
+  full-width (sound marks composed);
+- :class:`Whitespace`: strip, collapse and unify white space;
+- :class:`RemoveControl`: drop control and format characters;
+- :class:`Sequence`: several steps in order.
+
+Each step has ``normalize_str(text)``, the normalized text, and
+``normalize(text)``, which also gives for each normalized character the
+``(start, end)`` offsets of the characters of ``text`` it stands for: an
+expanded character (``ﬁ`` → ``fi``) gives each part its whole span, merged
+characters (NFC, a replaced match) the union of theirs, and an inserted
+character (a prefix, BERT's spaces around ideographs) the empty span at its
+place.
+
+>>> NFKC().normalize("ﬁ")
+('fi', [(0, 1), (0, 1)])
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from polytok import _core
+from polytok._component import Component
+
+__all__ = [
+    "BertNormalizer",
+    "FullWidth",
+    "HalfWidth",
+    "Lowercase",
+    "NFC",
+    "NFD",
+    "NFKC",
+    "NFKD",
+    "Normalizer",
+    "Prepend",
+    "RemoveControl",
+    "Replace",
+    "Sequence",
+    "Strip",
+    "StripAccents",
+    "Whitespace",
+]
+
+
+def _check_bool(owner: str, name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: {name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _check_str(owner: str, name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {name} must be a str, not {type(value).__name__}")
+    return value
+
+
+class Normalizer(Component):
+    """A normalization step (the base class; see the module's list)."""
+
+    kind = "normalizer"
+
+    def normalize_str(self, text: str) -> str:
+        """``text`` normalized."""
+        return self.normalize(text)[0]
+
+    def normalize(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """``text`` normalized, and for each of its characters the
+        ``(start, end)`` offsets in ``text`` of what it stands for."""
+        _check_str(type(self).__name__, "text", text)
+        return _core.normalize(json.dumps(self.to_dict()), text)
+
+
+class _NoSettings(Normalizer):
+    kind = "normalizer"  # not registered: a base for the steps without settings
+
+    def __init__(self) -> None:
+        pass
+
+
+class NFC(_NoSettings):
+    """Unicode canonical composition (NFC)."""
+
+
+class NFD(_NoSettings):
+    """Unicode canonical decomposition (NFD)."""
+
+
+class NFKC(_NoSettings):
+    """Unicode compatibility composition (NFKC): ``ﬁ`` → ``fi``, ``Ａ`` → ``A``."""
+
+
+class NFKD(_NoSettings):
+    """Unicode compatibility decomposition (NFKD)."""
+
+
+class Lowercase(_NoSettings):
+    """Each character's full lowercase mapping (``İ`` → ``i̇``)."""
+
+
+class StripAccents(_NoSettings):
+    """Removes combining marks (category M: nonspacing, spacing and
+    enclosing, so Indic vowel signs too), as Hugging Face's
+    ``StripAccents``. It does not decompose: after :class:`NFD` it turns
+    ``é`` into ``e``, alone it leaves a precomposed ``é`` as it is."""
+
+
+class Strip(Normalizer):
+    """Removes white space (Unicode White_Space) at the start
+    (``strip_left``) and/or the end (``strip_right``)."""
+
+    _fields = ("strip_left", "strip_right")
+
+    def __init__(self, *, strip_left: bool = True, strip_right: bool = True) -> None:
+        self.strip_left = _check_bool("Strip", "strip_left", strip_left)
+        self.strip_right = _check_bool("Strip", "strip_right", strip_right)
+
+
+class Replace(Normalizer):
+    """Replaces every match of ``pattern`` by ``content`` (taken literally).
+
+    ``pattern`` is a plain string, or ``{"Regex": r}`` for a regular
+    expression (Rust ``fancy_regex`` syntax: ``\\p{L}`` classes, look-around),
+    or ``{"String": s}``; it is saved in the latter forms.
+    """
+
+    _fields = ("pattern", "content")
+
+    def __init__(self, *, pattern: str | dict[str, str], content: str) -> None:
+        if isinstance(pattern, str):
+            pattern = {"String": pattern}
+        if (
+            not isinstance(pattern, dict)
+            or len(pattern) != 1
+            or next(iter(pattern)) not in ("String", "Regex")
+        ):
+            raise ValueError(f'Replace: pattern must be a str, {{"String": s}} or {{"Regex": r}}, not {pattern!r}')
+        _check_str("Replace", "pattern", next(iter(pattern.values())))
+        self.pattern = dict(pattern)
+        self.content = _check_str("Replace", "content", content)
+        # Checked now (an invalid regular expression raises ValueError).
+        _core.normalize(json.dumps(self.to_dict()), "")
+
+
+class Prepend(Normalizer):
+    """Puts ``prepend`` before the text, unless the text is empty."""
+
+    _fields = ("prepend",)
+
+    def __init__(self, *, prepend: str) -> None:
+        self.prepend = _check_str("Prepend", "prepend", prepend)
+
+
+class BertNormalizer(Normalizer):
+    """BERT's normalization: ``clean_text`` drops control characters and
+    makes white space a space, ``handle_chinese_chars`` puts spaces around
+    CJK ideographs, ``strip_accents`` removes accents after NFD (``None``:
+    when ``lowercase``), ``lowercase`` lowercases."""
+
+    _fields = ("clean_text", "handle_chinese_chars", "strip_accents", "lowercase")
+
+    def __init__(
+        self,
+        *,
+        clean_text: bool = True,
+        handle_chinese_chars: bool = True,
+        strip_accents: bool | None = None,
+        lowercase: bool = True,
+    ) -> None:
+        self.clean_text = _check_bool("BertNormalizer", "clean_text", clean_text)
+        self.handle_chinese_chars = _check_bool("BertNormalizer", "handle_chinese_chars", handle_chinese_chars)
+        if strip_accents is not None:
+            _check_bool("BertNormalizer", "strip_accents", strip_accents)
+        self.strip_accents = strip_accents
+        self.lowercase = _check_bool("BertNormalizer", "lowercase", lowercase)
+
+
+class _Widths(Normalizer):
+    kind = "normalizer"  # not registered: the base of HalfWidth and FullWidth
+    _fields = ("ascii", "katakana")
+
+    def __init__(self, *, ascii: bool = True, katakana: bool = True) -> None:
+        name = type(self).__name__
+        self.ascii = _check_bool(name, "ascii", ascii)
+        self.katakana = _check_bool(name, "katakana", katakana)
+
+
+class HalfWidth(_Widths):
+    """Makes characters half-width: with ``ascii``, full-width ASCII forms
+    (U+FF01–U+FF5E) become ASCII and the ideographic space U+3000 a space;
+    with ``katakana``, full-width katakana and the CJK punctuation that has
+    half-width forms (``。「」、・ー``) become half-width forms, a voiced kana
+    two of them (``ガ`` → ``ｶﾞ``).
+
+    The usual folding of Japanese text is ``HalfWidth(katakana=False)``
+    followed by ``FullWidth(ascii=False)``."""
+
+
+class FullWidth(_Widths):
+    """Makes characters full-width: with ``ascii``, printable ASCII becomes
+    the full-width forms and the space U+3000; with ``katakana``, half-width
+    katakana (U+FF61–U+FF9F) become full-width, a sound mark ``ﾞ``/``ﾟ``
+    composed with the kana before it where Unicode has the composed kana
+    (``ｶﾞ`` → ``ガ``), otherwise the spacing mark ``゛``/``゜``."""
+
+
+class Whitespace(Normalizer):
+    """Cleans up white space. White space is ASCII's (space, tab, LF, VT,
+    FF, CR) and, with ``unicode_spaces``, every Unicode White_Space
+    character (no-break space, ideographic space, ...), each of which then
+    becomes a space. ``strip`` removes white space at both ends;
+    ``collapse`` makes each run of it one space (a newline too)."""
+
+    _fields = ("strip", "collapse", "unicode_spaces")
+
+    def __init__(self, *, strip: bool = True, collapse: bool = True, unicode_spaces: bool = True) -> None:
+        self.strip = _check_bool("Whitespace", "strip", strip)
+        self.collapse = _check_bool("Whitespace", "collapse", collapse)
+        self.unicode_spaces = _check_bool("Whitespace", "unicode_spaces", unicode_spaces)
+
+
+class RemoveControl(Normalizer):
+    """Removes control and format characters (categories Cc and Cf) except
+    tab, LF and CR; with ``keep_joiners`` (the default) the zero-width
+    non-joiner and joiner (U+200C, U+200D) stay, as they spell words in
+    Indic and Arabic scripts and join emoji."""
+
+    _fields = ("keep_joiners",)
+
+    def __init__(self, *, keep_joiners: bool = True) -> None:
+        self.keep_joiners = _check_bool("RemoveControl", "keep_joiners", keep_joiners)
+
+
+class Sequence(Normalizer):
+    """Several normalizers, applied in order."""
+
+    _fields = ("normalizers",)
+
+    def __init__(self, *, normalizers: list[Normalizer]) -> None:
+        if not isinstance(normalizers, (list, tuple)):
+            raise TypeError(f"Sequence: normalizers must be a list, not {type(normalizers).__name__}")
+        for i, step in enumerate(normalizers):
+            if not isinstance(step, Normalizer):
+                raise TypeError(f"Sequence: normalizers[{i}] must be a Normalizer, not {type(step).__name__}")
+        self.normalizers = list(normalizers)
+
+    @classmethod
+    def _from_settings(cls, settings: dict[str, Any]) -> Sequence:
+        steps = settings.get("normalizers")
+        if not isinstance(steps, list):
+            raise ValueError(f"Sequence: normalizers must be a list, not {steps!r}")
+        return cls(normalizers=[Normalizer.from_dict(step) for step in steps])

@@ -1,0 +1,263 @@
+"""polytok.normalizers: the text of every step that Hugging Face
+``tokenizers`` has is the same as theirs (FLORES-200 lines of many scripts,
+generated text), and so are the offsets of each normalized character, but
+for the places where polytok's map is documented to differ (a merged
+character spans all it stands for, an inserted one is empty at its place);
+polytok's own steps on examples; bad settings refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import polytok.normalizers as N
+from polytok import _core
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import Regex  # noqa: E402
+from tokenizers import normalizers as H  # noqa: E402
+
+LANGUAGES = [
+    "eng_Latn", "fra_Latn", "vie_Latn", "tur_Latn", "yor_Latn", "zho_Hans", "jpn_Jpan",
+    "kor_Hang", "hin_Deva", "ben_Beng", "tam_Taml", "arb_Arab", "pes_Arab", "heb_Hebr",
+    "rus_Cyrl", "ell_Grek", "amh_Ethi", "tha_Thai", "mya_Mymr", "khm_Khmr", "bod_Tibt", "kat_Geor",
+]  # fmt: skip
+
+# (name, Hugging Face's step, polytok's, whether the offsets are exactly
+# Hugging Face's: False where merges or insertions happen, see `check_offsets`).
+STEPS = [
+    ("NFC", lambda: H.NFC(), N.NFC(), False),
+    ("NFD", lambda: H.NFD(), N.NFD(), True),
+    ("NFKC", lambda: H.NFKC(), N.NFKC(), False),
+    ("NFKD", lambda: H.NFKD(), N.NFKD(), True),
+    ("Lowercase", lambda: H.Lowercase(), N.Lowercase(), True),
+    ("StripAccents", lambda: H.StripAccents(), N.StripAccents(), True),
+    ("Strip", lambda: H.Strip(left=True, right=True), N.Strip(), True),
+    ("Strip-left", lambda: H.Strip(left=True, right=False), N.Strip(strip_right=False), True),
+    ("Strip-right", lambda: H.Strip(left=False, right=True), N.Strip(strip_left=False), True),
+    ("Replace-string", lambda: H.Replace(" ", "▁"), N.Replace(pattern=" ", content="▁"), True),
+    ("Replace-delete", lambda: H.Replace(Regex(r"\p{P}"), ""), N.Replace(pattern={"Regex": r"\p{P}"}, content=""), True),
+    ("Replace-regex", lambda: H.Replace(Regex(r"\s+"), " "), N.Replace(pattern={"Regex": r"\s+"}, content=" "), False),
+    ("Replace-expand", lambda: H.Replace(Regex(r"[\p{Han}\p{Thai}]"), "<x>"),
+     N.Replace(pattern={"Regex": r"[\p{Han}\p{Thai}]"}, content="<x>"), False),
+    ("Prepend", lambda: H.Prepend("▁"), N.Prepend(prepend="▁"), False),
+    ("Bert", lambda: H.BertNormalizer(), N.BertNormalizer(), False),
+    ("Bert-cased", lambda: H.BertNormalizer(lowercase=False), N.BertNormalizer(lowercase=False), False),
+    ("Bert-accents-no-cjk", lambda: H.BertNormalizer(handle_chinese_chars=False, strip_accents=True, lowercase=False),
+     N.BertNormalizer(handle_chinese_chars=False, strip_accents=True, lowercase=False), True),
+    ("Bert-raw", lambda: H.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=False),
+     N.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=False), True),
+    ("Sequence", lambda: H.Sequence([H.NFKD(), H.StripAccents(), H.Lowercase(), H.Prepend("▁")]),
+     N.Sequence(normalizers=[N.NFKD(), N.StripAccents(), N.Lowercase(), N.Prepend(prepend="▁")]), False),
+]  # fmt: skip
+IDS = [s[0] for s in STEPS]
+
+
+def hf_char_offsets(normalizer, texts: list[str]) -> list[list[tuple[int, int]]]:
+    """Hugging Face's original offsets of each normalized character: a
+    tokenizer that makes every character a token."""
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Split(Regex(r"[\s\S]"), "isolated")
+    return [[tuple(o) for o in enc.offsets] for enc in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def check_offsets(ours: list[tuple[int, int]], theirs: list[tuple[int, int]], exact: bool, context) -> None:
+    """Exactly Hugging Face's offsets, or (`exact` False) as polytok's map
+    differs by design: a merged character spans at least what Hugging Face
+    gives it (all of its sources, where Hugging Face gives the first or the
+    last), an inserted one is empty at an end of Hugging Face's span (which
+    is its neighbour's)."""
+    assert len(ours) == len(theirs), context
+    if exact:
+        assert ours == theirs, context
+        return
+    for i, ((a, b), (c, d)) in enumerate(zip(ours, theirs)):
+        if a == b:
+            assert a in (c, d), (context, i, (a, b), (c, d))
+        else:
+            assert a <= c and d <= b, (context, i, (a, b), (c, d))
+
+
+@pytest.fixture(scope="module")
+def flores_sample(flores):
+    missing = [lang for lang in LANGUAGES if lang not in flores]
+    assert not missing, f"FLORES-200 lacks {missing}"
+    return {lang: flores[lang] for lang in LANGUAGES}
+
+
+@pytest.mark.parametrize(("name", "hf", "ours", "exact"), STEPS, ids=IDS)
+def test_flores_text_and_offsets_equal_hugging_face(flores_sample, name, hf, ours, exact):
+    reference = hf()
+    for lang, lines in flores_sample.items():
+        results = [ours.normalize(line) for line in lines]
+        for line, (text, _) in zip(lines, results):
+            assert text == reference.normalize_str(line), (name, lang, line)
+        for line, (text, offsets), theirs in zip(lines, results, hf_char_offsets(reference, lines)):
+            check_offsets(offsets, theirs, exact, (name, lang, line))
+
+
+def test_flores_differences_are_the_documented_ones(flores_sample):
+    """The inexact steps do differ from Hugging Face's offsets, where
+    expected (or the check above would be empty)."""
+    lines = flores_sample["mya_Mymr"]
+    # NFC: Myanmar ဦ, composed of U+1025 U+102E, spans both characters.
+    assert [N.NFC().normalize(line)[1] for line in lines] != hf_char_offsets(H.NFC(), lines)
+    assert N.NFC().normalize("\u1025\u102e") == ("\u1026", [(0, 2)])
+    assert hf_char_offsets(H.NFC(), ["\u1025\u102e"]) == [[(0, 1)]]
+    assert N.Prepend(prepend="▁").normalize("ab") == ("▁ab", [(0, 0), (0, 1), (1, 2)])
+    assert hf_char_offsets(H.Prepend("▁"), ["ab"]) == [[(0, 1), (0, 1), (1, 2)]]
+
+
+# Text of many scripts, with combining marks, controls, odd spaces, CJK,
+# ligatures, full-width forms and characters whose case mapping expands.
+ALPHABET = st.one_of(
+    st.sampled_from(list("aZ é\u0301\u0323\u0308\u093e\u0f72İßǅﬁＡ１　中文ｶﾞガ\u00a0\u2003\t\n\r\x00\x7f\u200b\u200d\ufeff\u1026\u1025\u102e")),
+    st.characters(exclude_categories=("Cs", "Cn", "Co")),
+)
+TEXT = st.text(ALPHABET, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT)
+def test_generated_text_equals_hugging_face(text):
+    for name, hf, ours, exact in STEPS:
+        reference = hf()
+        normalized, offsets = ours.normalize(text)
+        assert normalized == reference.normalize_str(text), name
+        check_offsets(offsets, hf_char_offsets(reference, [text])[0], exact, name)
+
+
+@pytest.mark.parametrize("pattern", [r"\d+", r"(?<=a)b", r"\p{Lu}", r"a|", r"x*", r"^", r"$", r"\b"])
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(st.sampled_from(list("aAbx1 é中")), max_size=12))
+def test_replace_regex_equals_hugging_face(pattern, text):
+    ours = N.Replace(pattern={"Regex": pattern}, content="_")
+    assert ours.normalize_str(text) == H.Replace(Regex(pattern), "_").normalize_str(text)
+
+
+def test_bert_normalizer_equals_the_wordpiece_path():
+    """BertNormalizer is the normalization of polytok's WordPiece (tested
+    there against BERT's tokenizer); here its text against Hugging Face's on
+    the hard cases of that normalization."""
+    text = "Héllo, WORLD!\x00\tnaïve 中文x\u200by e\u0301\x00\u0323 \uf900 Ⅻ ǅ İ ß ﬁ \U0001d165\u302e"
+    for lowercase in (True, False):
+        for strip_accents in (None, True, False):
+            ours = N.BertNormalizer(lowercase=lowercase, strip_accents=strip_accents)
+            theirs = H.BertNormalizer(lowercase=lowercase, strip_accents=strip_accents)
+            assert ours.normalize_str(text) == theirs.normalize_str(text)
+
+
+def test_unicode_forms_map_each_character():
+    assert N.NFD().normalize("xé") == ("xe\u0301", [(0, 1), (1, 2), (1, 2)])
+    assert N.NFC().normalize("xe\u0301y") == ("xéy", [(0, 1), (1, 3), (3, 4)])
+    assert N.NFKC().normalize("ﬁ") == ("fi", [(0, 1), (0, 1)])
+    assert N.Lowercase().normalize("İ") == ("i\u0307", [(0, 1), (0, 1)])
+
+
+def test_half_width():
+    assert N.HalfWidth().normalize_str("Ｈｅｌｌｏ，　ＷＯＲＬＤ！ガパア。") == "Hello, WORLD!ｶﾞﾊﾟｱ｡"
+    assert N.HalfWidth(katakana=False).normalize_str("ＡＢ　ガ") == "AB ガ"
+    assert N.HalfWidth(ascii=False).normalize("Ａガ") == ("Ａｶﾞ", [(0, 1), (1, 2), (1, 2)])
+    # Katakana without a half-width form stay.
+    assert N.HalfWidth().normalize_str("ヰヵ") == "ヰヵ"
+
+
+def test_full_width():
+    assert N.FullWidth().normalize_str("Hi 1!ｶﾞﾊﾟｱ｡") == "Ｈｉ\u3000１！ガパア。"
+    # A sound mark composes with the kana before it where Unicode has the
+    # composed kana, and is the spacing mark otherwise.
+    assert N.FullWidth(ascii=False).normalize("ｶﾞｱﾞﾞa") == ("ガア゛゛a", [(0, 2), (2, 3), (3, 4), (4, 5), (5, 6)])
+    every = "".join(map(chr, range(0xFF61, 0xFFA0)))
+    assert N.HalfWidth().normalize_str(N.FullWidth().normalize_str(every)) == every
+
+
+def test_japanese_folding():
+    fold = N.Sequence(normalizers=[N.HalfWidth(katakana=False), N.FullWidth(ascii=False)])
+    assert fold.normalize_str("ＰＣでｶﾞｲﾄﾞを読む　ＯＫ") == "PCでガイドを読む OK"
+
+
+def test_whitespace():
+    assert N.Whitespace().normalize(" a \t\u00a0 b\u3000") == ("a b", [(1, 2), (2, 6), (6, 7)])
+    assert N.Whitespace().normalize_str("\n \n") == ""
+    assert N.Whitespace(unicode_spaces=False).normalize_str("\u00a0a  \n b\u00a0") == "\u00a0a b\u00a0"
+    assert N.Whitespace(strip=False).normalize_str("  a\n\nb  ") == " a b "
+    assert N.Whitespace(strip=False, collapse=False).normalize_str("a\u2003\t b ") == "a \t b "
+    assert N.Whitespace(collapse=False).normalize_str(" a  b\u3000") == "a  b"
+
+
+def test_remove_control():
+    text = "a\x00\tb\u200d\ufeffc\r\n\x7f\u200e"
+    assert N.RemoveControl().normalize(text) == ("a\tb\u200dc\r\n", [(0, 1), (2, 3), (3, 4), (4, 5), (6, 7), (7, 8), (8, 9)])
+    assert N.RemoveControl(keep_joiners=False).normalize_str(text) == "a\tbc\r\n"
+
+
+def test_settings_round_trip_and_equality():
+    steps = [ours for _, _, ours, _ in STEPS] + [
+        N.HalfWidth(), N.FullWidth(ascii=False), N.Whitespace(collapse=False), N.RemoveControl(),
+        N.Sequence(normalizers=[N.NFC(), N.Sequence(normalizers=[N.Lowercase()])]),
+    ]  # fmt: skip
+    for step in steps:
+        data = step.to_dict()
+        assert N.Normalizer.from_dict(json.loads(json.dumps(data))) == step
+        assert data["type"] == step.type_name
+
+
+def test_files_exchange_with_hugging_face():
+    """A shared step is saved as Hugging Face saves it, and read back from
+    Hugging Face's form."""
+    for name, hf, ours, _ in STEPS:
+        tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"a": 0}, unk_token="a"))
+        tok.normalizer = hf()
+        theirs = json.loads(tok.to_str())["normalizer"]
+        assert ours.to_dict() == theirs, name
+        assert N.Normalizer.from_dict(theirs) == ours, name
+        assert ours.normalize_str("Ａb É") == _core.normalize(json.dumps(theirs), "Ａb É")[0]
+
+
+def test_bad_specs_raise_value_error():
+    with pytest.raises(ValueError, match=r"unknown normalizer type \"Nope\".*StripAccents"):
+        _core.normalize('{"type": "Nope"}', "a")
+    with pytest.raises(ValueError, match=r"^Strip: unknown field `x`"):
+        _core.normalize('{"type": "Strip", "strip_left": true, "strip_right": true, "x": 1}', "a")
+    with pytest.raises(ValueError, match=r"^NFC: unknown field `x`"):
+        _core.normalize('{"type": "NFC", "x": 1}', "a")
+    with pytest.raises(ValueError, match=r"^Replace: invalid regular expression '\(':"):
+        _core.normalize('{"type": "Replace", "pattern": {"Regex": "("}, "content": ""}', "a")
+    with pytest.raises(ValueError, match=r"^Sequence: step 1: Prepend: missing field `prepend`"):
+        _core.normalize('{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Prepend"}]}', "a")
+    with pytest.raises(ValueError, match=r"Whitespace: invalid type"):
+        _core.normalize('{"type": "Whitespace", "strip": 1, "collapse": true, "unicode_spaces": true}', "a")
+    with pytest.raises(ValueError, match="invalid JSON"):
+        _core.normalize("{", "a")
+    # The Python classes.
+    with pytest.raises(ValueError, match=r"invalid regular expression '\['"):
+        N.Replace(pattern={"Regex": "["}, content="")
+    with pytest.raises(ValueError, match="pattern must be"):
+        N.Replace(pattern={"Glob": "*"}, content="")
+    with pytest.raises(TypeError, match="strip_left must be a bool"):
+        N.Strip(strip_left="yes")
+    with pytest.raises(TypeError, match="content must be a str"):
+        N.Replace(pattern="a", content=None)
+    with pytest.raises(TypeError, match=r"normalizers\[1\] must be a Normalizer"):
+        N.Sequence(normalizers=[N.NFC(), "NFD"])
+    with pytest.raises(TypeError):
+        N.Strip(True, True)  # keyword-only
+    with pytest.raises(ValueError, match="unknown normalizer type 'Nope'"):
+        N.Normalizer.from_dict({"type": "Nope"})
+    with pytest.raises(ValueError, match="unknown setting"):
+        N.Normalizer.from_dict({"type": "Prepend", "prepend": "x", "append": "y"})
+    with pytest.raises(TypeError, match="text must be a str"):
+        N.NFC().normalize(b"abc")
+
+
+def test_empty_and_offsets_are_python_indices():
+    for _, _, ours, _ in STEPS:
+        assert ours.normalize("") == ("", [])
+    text = "𝒳é中 a"  # a character outside the BMP: one Python index
+    normalized, offsets = N.NFD().normalize(text)
+    assert [text[a:b] for a, b in offsets] == ["𝒳", "é", "é", "中", " ", "a"]
+    assert normalized == "𝒳e\u0301中 a"
