@@ -46,7 +46,9 @@ class TemplateProcessing(PostProcessor):
         self.single = _template(single, "single")
         self.pair = None if pair is None else _template(pair, "pair")
         self.special_tokens = _special_tokens(special_tokens)
-        for name, items in (("single", self.single), ("pair", self.pair or [])):
+        for name, items in (("single", self.single), ("pair", self.pair)):
+            if items is None:
+                continue
             for item in items:
                 token = item.get("SpecialToken")
                 if token and token["id"] not in self.special_tokens:

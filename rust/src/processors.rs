@@ -266,7 +266,7 @@ impl Truncation {
                         a.len()
                     ))
                 })?;
-                self.cut(b, keep);
+                self.cut(b, keep)?;
             }
             (TruncationStrategy::LongestFirst, Some(b)) => {
                 // The longer text gives up tokens first; if both are still
@@ -291,8 +291,8 @@ impl Truncation {
                         self.max_length
                     )));
                 }
-                self.cut(a, n1);
-                self.cut(b, n2);
+                self.cut(a, n1)?;
+                self.cut(b, n2)?;
             }
             // One text, or only the first of a pair.
             (_, b) => {
@@ -303,7 +303,7 @@ impl Truncation {
                         self.max_length
                     ))
                 })?;
-                self.cut(a, keep);
+                self.cut(a, keep)?;
             }
         }
         Ok(())
@@ -312,12 +312,18 @@ impl Truncation {
     /// Keeps `keep` tokens of `e`, at its start (right truncation) or end;
     /// the rest becomes overflowing windows of `keep` tokens that overlap
     /// by `stride`.
-    fn cut(&self, e: &mut Encoding, keep: usize) {
+    fn cut(&self, e: &mut Encoding, keep: usize) -> Result<()> {
         let len = e.len();
         if keep >= len {
-            return;
+            return Ok(());
         }
-        let step = keep - self.stride.min(keep - 1);
+        if self.stride >= keep {
+            return Err(Error::invalid(format!(
+                "truncation stride {} must be smaller than the {keep} tokens kept of a text of {len} tokens (max_length {})",
+                self.stride, self.max_length
+            )));
+        }
+        let step = keep - self.stride;
         let mut windows = Vec::new();
         match self.direction {
             Direction::Right => {
@@ -351,6 +357,7 @@ impl Truncation {
         });
         *e = parts.next().expect("one window at least");
         e.overflowing = parts.collect();
+        Ok(())
     }
 }
 

@@ -246,6 +246,15 @@ impl Tokenizer {
         if let Some(t) = &self.truncation {
             t.apply(&mut first, second.as_mut(), added)?;
         }
+        self.merge(&first, second.as_ref(), template)
+    }
+
+    /// `a` and `b` through the template (or joined), with the windows that
+    /// truncation cut off either, combined as Hugging Face's tokenizers
+    /// combine them: each window of `a` with `b` (itself holding the
+    /// windows of `b` with it) and with each window of `b`, then `a`
+    /// (holding the windows of `a`) with each window of `b`.
+    fn merge(&self, a: &Encoding, b: Option<&Encoding>, template: Option<&Template>) -> Result<Encoding> {
         let combine = |a: &Encoding, b: Option<&Encoding>| match template {
             Some(t) => t.apply(a, b),
             None => {
@@ -257,21 +266,19 @@ impl Tokenizer {
                 Ok(out)
             }
         };
-        let mut out = combine(&first, second.as_ref())?;
-        // Each window cut off either text, with the other's kept part or
-        // windows (Hugging Face's order).
-        for a_window in &first.overflowing {
-            out.overflowing.push(combine(a_window, second.as_ref())?);
-            if let Some(second) = &second {
-                for b_window in &second.overflowing {
-                    out.overflowing.push(combine(a_window, Some(b_window))?);
-                }
+        let mut out = combine(a, b)?;
+        let Some(b) = b else {
+            out.overflowing = a.overflowing.iter().map(|w| combine(w, None)).collect::<Result<_>>()?;
+            return Ok(out);
+        };
+        for a_window in &a.overflowing {
+            out.overflowing.push(self.merge(a_window, Some(b), template)?);
+            for b_window in &b.overflowing {
+                out.overflowing.push(combine(a_window, Some(b_window))?);
             }
         }
-        if let Some(second) = &second {
-            for b_window in &second.overflowing {
-                out.overflowing.push(combine(&first, Some(b_window))?);
-            }
+        for b_window in &b.overflowing {
+            out.overflowing.push(self.merge(a, Some(b_window), template)?);
         }
         Ok(out)
     }

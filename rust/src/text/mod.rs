@@ -77,7 +77,29 @@ impl Normalized {
                 .map_or_else(|| self.end_of_original(), |s| s.0);
             return (at, at);
         }
-        (self.spans[range.start].0, self.spans[range.end - 1].1)
+        (self.byte_position(range.start, false), self.byte_position(range.end, true))
+    }
+
+    /// The original byte of normalized byte `at` (a start), or of the end
+    /// of normalized byte `at - 1` (an `end`). Inside a character that
+    /// stands for an original one of the same length (unchanged), the
+    /// byte's own position: tokens of byte-level models split characters.
+    /// Otherwise the start (or end) of what the character stands for.
+    fn byte_position(&self, at: usize, end: bool) -> u32 {
+        let byte = if end { at - 1 } else { at };
+        let (start, stop) = self.spans[byte];
+        let mut char_start = byte;
+        while !self.text.is_char_boundary(char_start) {
+            char_start -= 1;
+        }
+        let char_len = self.text[char_start..].chars().next().map_or(1, char::len_utf8);
+        if char_len > 1 && (stop - start) as usize == char_len {
+            start + (at - char_start) as u32
+        } else if end {
+            stop
+        } else {
+            start
+        }
     }
 
     /// Where the original text ends, as far as this text knows.
