@@ -78,8 +78,8 @@ def bert_files() -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def bert_reference(bert_files):
-    """Hugging Face tokenizers' BERT tokenizer, ids only: no truncation, no
-    padding, no [CLS]/[SEP] (callers pass ``add_special_tokens=False``)."""
+    """Hugging Face tokenizers' BERT tokenizer, without truncation and
+    padding."""
     tokenizers = pytest.importorskip("tokenizers")
     tokenizer = tokenizers.Tokenizer.from_file(str(bert_files[1]))
     tokenizer.no_truncation()

@@ -47,7 +47,7 @@ if how == "vocab":
     tok = polytok.WordPieceTokenizer.from_vocab(path, max_input_chars_per_word={MAX_CHARS})
 else:
     tok = polytok.load(path)
-print(json.dumps({{"peak_kb": peak_kb(), "ids": [tok.encode(w) for w in words]}}))
+print(json.dumps({{"peak_kb": peak_kb(), "ids": [tok.encode_ids(w, add_special_tokens=False) for w in words]}}))
 """
 
 ALPHABET = "abcd"

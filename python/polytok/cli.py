@@ -221,10 +221,9 @@ def encode(tokenizer_path, pattern, cased, text, allow_special, show, nbest, sam
             return
         if sample:
             ids = tokenizer.sample(source, alpha=alpha, seed=seed)
-        elif unigram:
-            ids = tokenizer.encode(source)
         else:
-            ids = tokenizer.encode(source, allowed_special="all" if allow_special else ())
+            allowed = "all" if allow_special else ()
+            ids = tokenizer.encode_ids(source, add_special_tokens=False, allowed_special=allowed)
         _show_ids(tokenizer, ids, show)
 
 
@@ -406,12 +405,12 @@ def _show_samples(console: Console, tokenizer: Tokenizer, files: list[Path]) -> 
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         lines = text.splitlines()
-        ids = [i for line in tokenizer.encode_batch(lines) for i in line]
+        ids = [i for line in tokenizer.encode_batch_ids(lines, add_special_tokens=False) for i in line]
         size = sum(len(line.encode("utf-8")) for line in lines)
         first = lines[0][:80] if lines else ""
         table.add_row(
             path.name, str(size), str(len(ids)), f"{size / max(len(ids), 1):.2f}",
-            _highlighted(tokenizer, tokenizer.encode(first)),
+            _highlighted(tokenizer, tokenizer.encode_ids(first, add_special_tokens=False)),
         )
     console.print(table)
 
@@ -452,7 +451,7 @@ def embed(tokenizer_path, pattern, cased, text, dim, positions, heads, max_lengt
         if positions in ("rope", "alibi") and (heads < 1 or dim % heads):
             raise click.UsageError(f"--heads must divide --dim: {dim} is not a multiple of {heads}")
         tokenizer = _load(tokenizer_path, pattern, cased)
-        ids = tokenizer.encode_batch(list(text))
+        ids = tokenizer.encode_batch_ids(list(text), add_special_tokens=False)
         if weights is not None:
             table = emb.TokenEmbedding.load(weights, scale=scale)
             if table.d_model != dim:

@@ -59,13 +59,14 @@ import io
 import math
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from polytok import _core
 from polytok._files import atomic_write
 
 PathLike = str | os.PathLike
@@ -108,6 +109,17 @@ def pad_batch(ids: IdBatch, pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
     padded at the end with ``pad_id``, and the boolean attention mask
     (True for real tokens). One list, or a 1-D array, is a batch of one;
     so is an empty list (the encoding of an empty text)."""
+    if isinstance(ids, Mapping) and "ids" in ids:
+        # Tokenizer.encode_batch_numpy's arrays, already padded.
+        batch = np.atleast_2d(np.asarray(ids["ids"])).astype(np.int64)
+        mask = np.atleast_2d(np.asarray(ids.get("attention_mask", np.ones(batch.shape)))).astype(bool)
+        return batch, mask
+    if isinstance(ids, _core.Encoding) or (isinstance(ids, Sequence) and ids and isinstance(ids[0], _core.Encoding)):
+        # Encodings: their ids, with their own padding masked too.
+        encodings = [ids] if isinstance(ids, _core.Encoding) else list(ids)
+        batch, mask = pad_batch([e.ids for e in encodings], pad_id)
+        attention, _ = pad_batch([e.attention_mask for e in encodings], 0)
+        return batch, mask & attention.astype(bool)
     if isinstance(ids, np.ndarray):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"token ids must be integers, got an array of {ids.dtype}")

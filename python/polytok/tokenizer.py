@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from polytok import _core
-from polytok._args import id_error, text_list
+from polytok._args import id_error, refuse_single_string, text_list
 from polytok._component import Component
 from polytok._counting import without_surrogates
 from polytok._files import PathLike, atomic_write, read_text
@@ -434,10 +434,11 @@ class Preset(Tokenizer):
     @classmethod
     def load(cls, path: PathLike) -> Preset:
         """Load a tokenizer saved with :meth:`save`."""
-        tokenizer = load_json(path)
+        source = os.fspath(path)
+        tokenizer = from_json(read_text(path, "a polytok tokenizer file"), source, cls)
         if not isinstance(tokenizer, cls):
             raise _core.TokenizerFileError(
-                f"{os.fspath(path)}: holds a {type(tokenizer).__name__}, not a {cls.__name__} (polytok.load reads any)"
+                f"{source}: holds a composed Tokenizer, not a {cls.__name__} (polytok.load reads any)"
             )
         return tokenizer
 
@@ -490,17 +491,19 @@ class Preset(Tokenizer):
         raise NotImplementedError
 
 
-def from_json(text: str, source: str = "<polytok JSON>") -> Tokenizer:
+def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | None = None) -> Tokenizer:
     """The tokenizer of polytok JSON (what :meth:`Tokenizer.save` writes):
     a preset (:class:`polytok.BPETokenizer`, ...) for a preset's file, a
-    :class:`Tokenizer` for a composed one."""
-    from polytok.bpe import BPETokenizer
-    from polytok.unigram import UnigramTokenizer
-    from polytok.wordpiece import WordPieceTokenizer
+    :class:`Tokenizer` for a composed one. ``preset``: the model the file
+    must hold (its reader names what is wrong otherwise)."""
+    if preset is None:
+        from polytok.bpe import BPETokenizer
+        from polytok.unigram import UnigramTokenizer
+        from polytok.wordpiece import WordPieceTokenizer
 
-    presets = {"wordpiece": WordPieceTokenizer, "unigram": UnigramTokenizer}
-    # Not a polytok file: the loader of BPE files reports what is wrong.
-    preset = presets.get(_core.file_model(text), BPETokenizer)
+        presets = {"wordpiece": WordPieceTokenizer, "unigram": UnigramTokenizer}
+        # Not a polytok file: the loader of BPE files reports what is wrong.
+        preset = presets.get(_core.file_model(text), BPETokenizer)
     core, training, pipeline = preset._core_type.from_json(text, source)
     training = json.loads(training) if training else None
     pipeline = json.loads(pipeline) if pipeline else None
@@ -544,8 +547,7 @@ def _clean_inputs(inputs: list[Input]) -> list[Input]:
 
 
 def _inputs(inputs: Sequence[Input]) -> list[Input]:
-    if isinstance(inputs, str):
-        raise TypeError("encode_batch takes a list of texts, not one string: use encode, or wrap it in a list")
+    refuse_single_string(inputs, "texts")
     return [tuple(item) if isinstance(item, list) else item for item in inputs]
 
 

@@ -223,17 +223,17 @@ class WordPieceTokenizer(Preset):
     def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
         return self._core.encode_batch(texts, allowed)
 
-    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False, cleanup: bool = True) -> str:
         """The text of ``ids``: continuation tokens joined to the token before
-        them, others separated by spaces, without the space before
-        punctuation and in English contractions (BERT's decoder).
+        them, others separated by spaces; ``cleanup`` removes the space
+        before punctuation and in English contractions (BERT's decoder).
         ``skip_special_tokens``: leave out ``[CLS]``, ``[SEP]``, ``[PAD]``...
         (Normalization is not undone: an uncased model decodes lowercase.)"""
         ids = _id_list(ids)
         if skip_special_tokens:
             ids = [i for i in ids if not self._pipeline.is_special(i)]
         try:
-            return self._core.decode(ids, True)
+            return self._core.decode(ids, cleanup)
         except OverflowError:
             raise id_error(ids, self.vocab_size) from None
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 
 use super::{allowed_special_tokens, guarded, in_pool, to_py, Bpe, Unigram, WordPiece, DETACH_BYTES};
 use crate::encoding::Encoding as RustEncoding;
@@ -39,11 +39,15 @@ struct Inputs {
 /// One encoded input (see `polytok.Encoding`).
 #[pyclass(module = "polytok._core", frozen, sequence)]
 pub(super) struct Encoding {
-    tokenizer: Arc<Tokenizer>,
+    /// `None` for an encoding unpickled without its tokenizer: it then has
+    /// its offsets and tokens with it.
+    tokenizer: Option<Arc<Tokenizer>>,
     ids_only: RustEncoding,
     inputs: Option<Inputs>,
     /// With offsets: given at once, or computed on first use.
     full: OnceLock<RustEncoding>,
+    /// The tokens' texts, once asked for.
+    tokens: OnceLock<Vec<String>>,
 }
 
 fn model_of(model: &Bound<'_, PyAny>) -> PyResult<Model> {
@@ -79,7 +83,7 @@ fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<(Bound<'py, Py
                 }
             }
             Err(PyTypeError::new_err(format!(
-                "inputs[{i}] is {}: each input must be a str or a (str, str) pair",
+                "texts[{i}] is {}, not str (each input is a str or a (str, str) pair)",
                 item.get_type().name()?
             )))
         })
@@ -227,7 +231,7 @@ impl Pipeline {
         } else {
             Some(Inputs { text, pair, add_special_tokens, allowed })
         };
-        Encoding { tokenizer: self.tokenizer.clone(), ids_only: encoding, inputs, full }
+        Encoding { tokenizer: Some(self.tokenizer.clone()), ids_only: encoding, inputs, full, tokens: OnceLock::new() }
     }
 }
 
@@ -241,12 +245,12 @@ impl Encoding {
         let a = inputs.text.bind(py).to_str()?;
         let pair = inputs.pair.as_ref().map(|p| p.bind(py));
         let b = pair.map(|p| p.to_str()).transpose()?;
-        let mut full = self
-            .tokenizer
+        let tokenizer = self.tokenizer.as_ref().expect("an encoding with inputs has its tokenizer");
+        let mut full = tokenizer
             .encode(a, b, inputs.add_special_tokens, &inputs.allowed, true)
             .map_err(to_py)?;
         // Padded as the batch it came from was.
-        if let Some(p) = self.tokenizer.padding() {
+        if let Some(p) = tokenizer.padding() {
             p.apply(&mut full, self.ids_only.len());
         }
         Ok(self.full.get_or_init(|| full))
@@ -255,7 +259,78 @@ impl Encoding {
     fn with_overflow(&self, e: RustEncoding) -> Encoding {
         let full = OnceLock::new();
         full.set(e.clone()).expect("a fresh cell");
-        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full }
+        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full, tokens: OnceLock::new() }
+    }
+
+    fn token_texts(&self) -> PyResult<&Vec<String>> {
+        if let Some(tokens) = self.tokens.get() {
+            return Ok(tokens);
+        }
+        let model = self.tokenizer.as_ref().expect("a detached encoding has its tokens").model();
+        let tokens = self
+            .ids_only
+            .ids
+            .iter()
+            .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(self.tokens.get_or_init(|| tokens))
+    }
+
+    /// Everything, for pickling: offsets and tokens included.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let full = self.full(py)?;
+        let state = PyDict::new(py);
+        state.set_item("ids", &full.ids)?;
+        state.set_item("type_ids", &full.type_ids)?;
+        state.set_item("attention_mask", &full.attention_mask)?;
+        state.set_item("special_tokens_mask", &full.special_tokens_mask)?;
+        state.set_item("sequence_ids", &full.sequence_ids)?;
+        state.set_item("offsets", &full.offsets)?;
+        state.set_item("word_ids", &full.word_ids)?;
+        state.set_item("tokens", self.token_texts()?)?;
+        let overflowing = full
+            .overflowing
+            .iter()
+            .map(|o| self.with_overflow(o.clone()).state(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        state.set_item("overflowing", overflowing)?;
+        Ok(state)
+    }
+
+    fn from_state(state: &Bound<'_, PyDict>) -> PyResult<Encoding> {
+        fn item<T: for<'a, 'py> pyo3::FromPyObject<'a, 'py>>(state: &Bound<'_, PyDict>, key: &str) -> PyResult<T> {
+            let value = state
+                .get_item(key)?
+                .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("encoding state without {key:?}")))?;
+            value.extract().map_err(Into::into)
+        }
+        let overflowing = state
+            .get_item("overflowing")?
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("encoding state without \"overflowing\""))?;
+        let mut encoding = RustEncoding {
+            ids: item(state, "ids")?,
+            type_ids: item(state, "type_ids")?,
+            special_tokens_mask: item(state, "special_tokens_mask")?,
+            attention_mask: item(state, "attention_mask")?,
+            offsets: item(state, "offsets")?,
+            word_ids: item(state, "word_ids")?,
+            sequence_ids: item(state, "sequence_ids")?,
+            overflowing: Vec::new(),
+        };
+        for o in overflowing.try_iter()? {
+            encoding.overflowing.push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
+        }
+        let n = encoding.ids.len();
+        let lengths = [encoding.type_ids.len(), encoding.special_tokens_mask.len(), encoding.attention_mask.len(), encoding.offsets.len(), encoding.word_ids.len(), encoding.sequence_ids.len()];
+        let tokens: Vec<String> = item(state, "tokens")?;
+        if lengths.iter().any(|&l| l != n) || tokens.len() != n {
+            return Err(pyo3::exceptions::PyValueError::new_err("encoding state: its lists differ in length"));
+        }
+        let full = OnceLock::new();
+        full.set(encoding.clone()).expect("a fresh cell");
+        let cell = OnceLock::new();
+        cell.set(tokens).expect("a fresh cell");
+        Ok(Encoding { tokenizer: None, ids_only: encoding, inputs: None, full, tokens: cell })
     }
 }
 
@@ -300,12 +375,7 @@ impl Encoding {
     /// Each token's text, as the model has it.
     #[getter]
     fn tokens(&self) -> PyResult<Vec<String>> {
-        let model = self.tokenizer.model();
-        self.ids_only
-            .ids
-            .iter()
-            .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
-            .collect()
+        Ok(self.token_texts()?.clone())
     }
 
     #[getter]
@@ -333,13 +403,36 @@ impl Encoding {
         self.ids_only.len()
     }
 
-    fn __getitem__(&self, index: isize) -> PyResult<u32> {
+    /// An id, or a list of ids for a slice.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = index.cast::<PySlice>() {
+            let ids = PyList::new(py, &self.ids_only.ids)?;
+            return ids.as_any().get_item(slice);
+        }
         let n = self.ids_only.len() as isize;
+        let index: isize = index.extract()?;
         let i = if index < 0 { index + n } else { index };
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err("encoding index out of range"));
         }
-        Ok(self.ids_only.ids[i as usize])
+        Ok(self.ids_only.ids[i as usize].into_pyobject(py)?.into_any())
+    }
+
+    /// Its ids, one after another.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PyList::new(py, &self.ids_only.ids)?.try_iter().map(|it| it.into_any())
+    }
+
+    /// Pickles with everything (offsets and tokens computed first); the
+    /// copy does not need the tokenizer.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        let restore = slf.get_type().getattr("_restore")?;
+        Ok((restore, (slf.get().state(slf.py())?,)))
+    }
+
+    #[staticmethod]
+    fn _restore(state: &Bound<'_, PyDict>) -> PyResult<Encoding> {
+        Encoding::from_state(state)
     }
 
     /// Equal to another encoding or a sequence of ids with the same ids.
