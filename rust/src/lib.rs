@@ -22,6 +22,7 @@ pub mod bpe;
 pub mod byte_alphabet;
 pub mod corpus;
 pub mod counting;
+pub mod decoders;
 pub mod error;
 pub mod model_file;
 mod pair_index;
