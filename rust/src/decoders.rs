@@ -142,11 +142,16 @@ impl PartialEq for ReplacePattern {
 
 impl ReplacePattern {
     pub fn string(s: &str) -> Self {
-        ReplacePattern { spec: PatternSpec::String(s.to_owned()), regex: None }
+        ReplacePattern {
+            spec: PatternSpec::String(s.to_owned()),
+            regex: None,
+        }
     }
 
     pub fn regex(r: &str) -> Result<Self> {
-        PatternSpec::Regex(r.to_owned()).try_into().map_err(Error::invalid)
+        PatternSpec::Regex(r.to_owned())
+            .try_into()
+            .map_err(Error::invalid)
     }
 
     /// `token` with each match replaced by `content`. A regex applies to
@@ -275,8 +280,14 @@ impl Decoder {
     pub fn decode_chain(&self, tokens: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
         Ok(match self {
             Decoder::ByteLevel { .. } | Decoder::Fuse {} => vec![tokens.concat()],
-            Decoder::WordPiece { prefix, cleanup } => wordpiece(tokens, prefix.as_bytes(), *cleanup),
-            Decoder::Metaspace { replacement, prepend_scheme, .. } => {
+            Decoder::WordPiece { prefix, cleanup } => {
+                wordpiece(tokens, prefix.as_bytes(), *cleanup)
+            }
+            Decoder::Metaspace {
+                replacement,
+                prepend_scheme,
+                ..
+            } => {
                 let mut buf = [0u8; 4];
                 let replacement = replacement.encode_utf8(&mut buf).as_bytes();
                 let drops_first = *prepend_scheme != PrependScheme::Never;
@@ -284,13 +295,21 @@ impl Decoder {
                     .into_iter()
                     .enumerate()
                     .map(|(i, token)| {
-                        let with = if i == 0 && drops_first { &b""[..] } else { b" " };
+                        let with = if i == 0 && drops_first {
+                            &b""[..]
+                        } else {
+                            b" "
+                        };
                         replace_bytes(&token, replacement, with)
                     })
                     .collect()
             }
             Decoder::ByteFallback {} => byte_fallback(tokens),
-            Decoder::Strip { content, start, stop } => {
+            Decoder::Strip {
+                content,
+                start,
+                stop,
+            } => {
                 let mut buf = [0u8; 4];
                 let content = content.encode_utf8(&mut buf).as_bytes();
                 tokens
@@ -302,9 +321,9 @@ impl Decoder {
                 .iter()
                 .map(|token| pattern.replace(token, content.as_bytes()))
                 .collect::<Result<_>>()?,
-            Decoder::Sequence { decoders } => {
-                decoders.iter().try_fold(tokens, |tokens, d| d.decode_chain(tokens))?
-            }
+            Decoder::Sequence { decoders } => decoders
+                .iter()
+                .try_fold(tokens, |tokens, d| d.decode_chain(tokens))?,
         })
     }
 
@@ -496,7 +515,10 @@ impl DecodeStream {
     /// A stream that holds back the text that the last `lookahead` tokens
     /// changed.
     pub fn with_lookahead(lookahead: usize) -> Self {
-        DecodeStream { lookahead, ..Default::default() }
+        DecodeStream {
+            lookahead,
+            ..Default::default()
+        }
     }
 
     /// A stream for a tokenizer whose decoder is `decoder`.
@@ -530,7 +552,11 @@ impl DecodeStream {
         let start = self.shown.len();
         let end = end.max(start);
         // The last U+FFFD may be an incomplete character.
-        let fffds = text[start..end].chars().rev().take_while(|&c| c == FFFD).count();
+        let fffds = text[start..end]
+            .chars()
+            .rev()
+            .take_while(|&c| c == FFFD)
+            .count();
         let mut cut = end - fffds.min(MAX_HELD_FFFD) * FFFD.len_utf8();
         if cut > start {
             self.waited = usize::from(cut < end);

@@ -1053,7 +1053,11 @@ fn file_model(json: &str) -> Option<String> {
 /// The text of `tokens` (each token's bytes) through the decoder that
 /// `spec_json` describes (see `decoders.rs`).
 #[pyfunction]
-fn decode_tokens(py: Python<'_>, spec_json: &str, tokens: Vec<Bound<'_, PyBytes>>) -> PyResult<String> {
+fn decode_tokens(
+    py: Python<'_>,
+    spec_json: &str,
+    tokens: Vec<Bound<'_, PyBytes>>,
+) -> PyResult<String> {
     let decoder = Decoder::from_json(spec_json).map_err(to_py)?;
     let tokens: Vec<Vec<u8>> = tokens.iter().map(|t| t.as_bytes().to_vec()).collect();
     guarded(py, true, || decoder.decode(tokens))?.map_err(to_py)
@@ -1063,7 +1067,9 @@ fn decode_tokens(py: Python<'_>, spec_json: &str, tokens: Vec<Bound<'_, PyBytes>
 /// (`Decoder::stream_lookahead`).
 #[pyfunction]
 fn decoder_stream_lookahead(spec_json: &str) -> PyResult<usize> {
-    Ok(Decoder::from_json(spec_json).map_err(to_py)?.stream_lookahead())
+    Ok(Decoder::from_json(spec_json)
+        .map_err(to_py)?
+        .stream_lookahead())
 }
 
 impl From<Error> for PyErr {
@@ -1084,7 +1090,9 @@ impl PyDecodeStream {
     #[new]
     #[pyo3(signature = (lookahead = 0))]
     fn new(lookahead: usize) -> Self {
-        PyDecodeStream { stream: DecodeStream::with_lookahead(lookahead) }
+        PyDecodeStream {
+            stream: DecodeStream::with_lookahead(lookahead),
+        }
     }
 
     #[getter]
@@ -1094,12 +1102,15 @@ impl PyDecodeStream {
 
     /// The text that `id` completes, if any.
     fn step(&mut self, id: u32, decode: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-        self.stream.step(id, |ids: &[u32]| decode.call1((ids.to_vec(),))?.extract::<String>())
+        self.stream.step(id, |ids: &[u32]| {
+            decode.call1((ids.to_vec(),))?.extract::<String>()
+        })
     }
 
     /// The rest of the text; the stream starts afresh.
     fn flush(&mut self, decode: &Bound<'_, PyAny>) -> PyResult<String> {
-        self.stream.flush(|ids: &[u32]| decode.call1((ids.to_vec(),))?.extract::<String>())
+        self.stream
+            .flush(|ids: &[u32]| decode.call1((ids.to_vec(),))?.extract::<String>())
     }
 }
 
