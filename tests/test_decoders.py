@@ -308,7 +308,7 @@ def test_stream_returns_whole_characters(presets):
     assert [s.step(i) for i in ids] == [None] * (len(ids) - 1) + ["🙂"]
     assert s.flush() == ""
     # A real U+FFFD comes out, at the latest with flush.
-    ff = bpe.token_to_id(b"\xff") if False else next(i for i in range(256) if bpe.token_bytes(i) == b"\xff")
+    ff = next(i for i in range(256) if bpe.token_bytes(i) == b"\xff")
     s = d.DecodeStream(bpe)
     out = [s.step(i) for i in [ff] * 5]
     assert "".join(o for o in out if o) + s.flush() == "\ufffd" * 5
@@ -328,6 +328,15 @@ def test_stream_arguments(presets):
         s.step(-1)
     with pytest.raises(ValueError, match="unknown token id"):
         s.step(10**6)
+    # A refused id leaves the stream as it was.
+    bpe = presets["bpe"]
+    s = d.DecodeStream(bpe)
+    ids = bpe.encode("Hello, world")
+    assert s.step(ids[0]) == bpe.decode(ids[:1])
+    with pytest.raises(ValueError, match="unknown token id"):
+        s.step(bpe.vocab_size + 7)
+    rest = "".join(s.step(i) or "" for i in ids[1:]) + s.flush()
+    assert bpe.decode(ids[:1]) + rest == "Hello, world"
 
 
 def test_stream_passes_skip_special_tokens():

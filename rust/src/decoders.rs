@@ -538,14 +538,14 @@ impl DecodeStream {
         mut decode: impl FnMut(&[u32]) -> std::result::Result<String, E>,
     ) -> std::result::Result<Option<String>, E> {
         self.ids.push(id);
-        let text = decode(&self.ids)?;
-        self.check(&text)?;
-        // What the last `lookahead` tokens did not change.
-        let mut end = text.len();
-        for back in 1..=self.lookahead.min(self.ids.len()) {
-            let before = decode(&self.ids[..self.ids.len() - back])?;
-            end = end.min(common_prefix(&text, &before));
-        }
+        let (text, mut end) = match self.decode_new(&mut decode) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                // As if `id` had not come: the stream goes on.
+                self.ids.pop();
+                return Err(e);
+            }
+        };
         while !text.is_char_boundary(end) {
             end -= 1;
         }
@@ -570,8 +570,24 @@ impl DecodeStream {
         let out = &text[start..cut];
         self.shown.push_str(out);
         let out = (!out.is_empty()).then(|| out.to_owned());
-        self.slide(&text, &mut decode)?;
+        self.slide(&text, &mut decode);
         Ok(out)
+    }
+
+    /// The window's text, and the end of what the last `lookahead` tokens
+    /// did not change in it (at a character boundary).
+    fn decode_new<E: From<Error>>(
+        &self,
+        decode: &mut impl FnMut(&[u32]) -> std::result::Result<String, E>,
+    ) -> std::result::Result<(String, usize), E> {
+        let text = decode(&self.ids)?;
+        self.check(&text)?;
+        let mut end = text.len();
+        for back in 1..=self.lookahead.min(self.ids.len()) {
+            let before = decode(&self.ids[..self.ids.len() - back])?;
+            end = end.min(common_prefix(&text, &before));
+        }
+        Ok((text, end))
     }
 
     /// Returns the rest of the text (the U+FFFD of an incomplete character
@@ -610,17 +626,21 @@ impl DecodeStream {
     /// context needs, when the rest decodes to text that ends with the same
     /// text not yet returned (so the ids dropped are all shown, and do not
     /// change what comes after them).
-    fn slide<E: From<Error>>(
+    fn slide<E>(
         &mut self,
         text: &str,
         decode: &mut impl FnMut(&[u32]) -> std::result::Result<String, E>,
-    ) -> std::result::Result<(), E> {
+    ) {
         let keep = CONTEXT + self.lookahead + MAX_WAIT;
         if self.ids.len() < keep + SLACK {
-            return Ok(());
+            return;
         }
         let drop = self.ids.len() - keep;
-        let rest = decode(&self.ids[drop..])?;
+        // (A failure here only leaves the window as it is: the text of
+        // this step is already taken.)
+        let Ok(rest) = decode(&self.ids[drop..]) else {
+            return;
+        };
         let pending = &text[self.shown.len()..];
         if rest.len() > pending.len() && rest.ends_with(pending) {
             let shown = rest.len() - pending.len();
@@ -629,7 +649,6 @@ impl DecodeStream {
                 self.shown = rest[..shown].to_owned();
             }
         }
-        Ok(())
     }
 }
 

@@ -350,6 +350,26 @@ fn stream_bpe() {
         check_stream(&ids, 0, decode);
         check_stream(&ids, 0, by_decoder);
     }
+    // An id that the decoding refuses leaves the stream as it was.
+    let mut stream = DecodeStream::new();
+    assert_eq!(
+        stream
+            .step(m.token_id(b"a").unwrap(), decode)
+            .unwrap()
+            .as_deref(),
+        Some("a")
+    );
+    assert!(matches!(
+        stream.step(1 << 30, decode),
+        Err(Error::UnknownTokenId { .. })
+    ));
+    assert_eq!(
+        stream
+            .step(m.token_id(b"b").unwrap(), decode)
+            .unwrap()
+            .as_deref(),
+        Some("b")
+    );
     // A character comes out whole, as soon as its last byte is there.
     let ids = m.encode_ordinary("中").unwrap();
     assert_eq!(ids.len(), 3, "cut into bytes");
