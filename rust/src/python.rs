@@ -18,6 +18,7 @@ use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
 use crate::counting::{Counter, PieceCounts};
+use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
 use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
@@ -1081,6 +1082,70 @@ fn file_model(json: &str) -> Option<String> {
     crate::model_file::model_of(json)
 }
 
+/// The text of `tokens` (each token's bytes) through the decoder that
+/// `spec_json` describes (see `decoders.rs`).
+#[pyfunction]
+fn decode_tokens(
+    py: Python<'_>,
+    spec_json: &str,
+    tokens: Vec<Bound<'_, PyBytes>>,
+) -> PyResult<String> {
+    let decoder = Decoder::from_json(spec_json).map_err(to_py)?;
+    let tokens: Vec<Vec<u8>> = tokens.iter().map(|t| t.as_bytes().to_vec()).collect();
+    guarded(py, true, || decoder.decode(tokens))?.map_err(to_py)
+}
+
+/// How many tokens a decode stream waits for with the decoder `spec_json`
+/// (`Decoder::stream_lookahead`).
+#[pyfunction]
+fn decoder_stream_lookahead(spec_json: &str) -> PyResult<usize> {
+    Ok(Decoder::from_json(spec_json)
+        .map_err(to_py)?
+        .stream_lookahead())
+}
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> Self {
+        to_py(err)
+    }
+}
+
+/// `decoders::DecodeStream`, with a Python callable (a list of ids to its
+/// text) as the tokenizer's decode.
+#[pyclass(module = "polytok._core", name = "DecodeStream")]
+struct PyDecodeStream {
+    stream: DecodeStream,
+}
+
+#[pymethods]
+impl PyDecodeStream {
+    #[new]
+    #[pyo3(signature = (lookahead = 0))]
+    fn new(lookahead: usize) -> Self {
+        PyDecodeStream {
+            stream: DecodeStream::with_lookahead(lookahead),
+        }
+    }
+
+    #[getter]
+    fn lookahead(&self) -> usize {
+        self.stream.lookahead()
+    }
+
+    /// The text that `id` completes, if any.
+    fn step(&mut self, id: u32, decode: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+        self.stream.step(id, |ids: &[u32]| {
+            decode.call1((ids.to_vec(),))?.extract::<String>()
+        })
+    }
+
+    /// The rest of the text; the stream starts afresh.
+    fn flush(&mut self, decode: &Bound<'_, PyAny>) -> PyResult<String> {
+        self.stream
+            .flush(|ids: &[u32]| decode.call1((ids.to_vec(),))?.extract::<String>())
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PieceCounter>()?;
@@ -1088,6 +1153,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WordPiece>()?;
     m.add_class::<Unigram>()?;
     pipeline::register(m)?;
+    m.add_class::<PyDecodeStream>()?;
+    m.add_function(wrap_pyfunction!(decode_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(decoder_stream_lookahead, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add_function(wrap_pyfunction!(file_model, m)?)?;

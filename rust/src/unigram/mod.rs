@@ -389,7 +389,7 @@ impl UnigramModel {
 /// Appends `bytes` as UTF-8, each byte that is not part of a valid
 /// character as U+FFFD (as SentencePiece; `String::from_utf8_lossy` would
 /// put one U+FFFD for an incomplete sequence of several bytes).
-fn push_utf8_lossy(text: &mut String, mut bytes: &[u8]) {
+pub(crate) fn push_utf8_lossy(text: &mut String, mut bytes: &[u8]) {
     loop {
         match std::str::from_utf8(bytes) {
             Ok(valid) => return text.push_str(valid),

@@ -283,7 +283,7 @@ impl WordPieceModel {
 
 /// BERT's decoding cleanup: no space before punctuation and in English
 /// contractions.
-fn cleanup_spaces(text: &str) -> String {
+pub(crate) fn cleanup_spaces(text: &str) -> String {
     const RULES: [(&str, &str); 11] = [
         (" .", "."),
         (" ?", "?"),
