@@ -11,7 +11,7 @@ import os
 from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
 
-from polytok import pre_tokenizers, processors
+from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
 from polytok.tokenizer import Encoding, Tokenizer, load_json
@@ -24,6 +24,8 @@ __all__ = [
     "CorpusError",
     "Encoding",
     "Tokenizer",
+    "decoders",
+    "normalizers",
     "pre_tokenizers",
     "processors",
     "PRESETS",

@@ -6,7 +6,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
-from polytok import _core
+from polytok import _core, decoders
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
@@ -24,7 +24,7 @@ class BPETokenizer(Preset):
     ids of their own and are recognized in text only when allowed.
 
     As a :class:`polytok.Tokenizer`: the ``Pattern`` pre-tokenizer, the
-    model's special tokens, no template.
+    model's special tokens, no template, the ``ByteLevel`` decoder.
 
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`load` or :meth:`from_tiktoken`.
@@ -33,7 +33,12 @@ class BPETokenizer(Preset):
     _core_type = _core.Bpe
 
     def __init__(self, core: _core.Bpe, training: dict | None = None) -> None:
-        super().__init__(core, pre_tokenizer=Pattern(core.pattern), special_tokens=dict(core.special_tokens))
+        super().__init__(
+            core,
+            pre_tokenizer=Pattern(core.pattern),
+            decoder=decoders.ByteLevel(),
+            special_tokens=dict(core.special_tokens),
+        )
         self._training = training
 
     # ----------------------------------------------------------------- training

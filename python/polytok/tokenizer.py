@@ -40,6 +40,8 @@ from polytok.processors import PostProcessor
 if TYPE_CHECKING:
     import numpy as np
 
+    from polytok.decoders import DecodeStream
+
 _PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "special_tokens", "truncation", "padding")
 
 #: One encoded input: ids, type ids, attention and special-token masks,
@@ -230,7 +232,6 @@ class Tokenizer:
     def _pipeline(self) -> _core.Pipeline:
         if self._pipeline_cache is None:
             spec = self.pipeline_dict()
-            del spec["decoder"]
             self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec), self._fused)
         return self._pipeline_cache
 
@@ -353,6 +354,15 @@ class Tokenizer:
             return self._pipeline.decode(ids, skip_special_tokens)
         except OverflowError:
             raise id_error(ids, self.vocab_size) from None
+
+    def decode_stream(self, *, skip_special_tokens: bool = False) -> DecodeStream:
+        """A :class:`polytok.decoders.DecodeStream` over this tokenizer: fed
+        one id at a time (as a model generates them), it gives text only
+        once it is whole characters, and all it gives is :meth:`decode` of
+        all the ids."""
+        from polytok.decoders import DecodeStream
+
+        return DecodeStream(self, skip_special_tokens=skip_special_tokens)
 
     def decode_batch(self, sequences: Iterable[Iterable[int]], *, skip_special_tokens: bool = False) -> list[str]:
         """:meth:`decode` of each sequence of ids."""

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from polytok import _core
+from polytok import _core, decoders
 from polytok._component import Component
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
@@ -64,6 +64,7 @@ class WordPieceTokenizer(Preset):
             normalizer=normalizer,
             pre_tokenizer=BertPreTokenizer(),
             post_processor=template,
+            decoder=decoders.WordPiece(prefix=settings["continuing_subword_prefix"]),
             special_tokens=special,
         )
         self._training = training

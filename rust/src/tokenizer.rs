@@ -14,6 +14,7 @@ use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::decoders::Decoder;
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -40,6 +41,8 @@ pub struct PipelineSpec {
     pub truncation: Option<Truncation>,
     #[serde(default)]
     pub padding: Option<Padding>,
+    #[serde(default)]
+    pub decoder: Option<serde_json::Value>,
 }
 
 /// A model with its text handling and post-processing.
@@ -52,6 +55,7 @@ pub struct Tokenizer {
     special_matcher: Option<AhoCorasick>,
     truncation: Option<Truncation>,
     padding: Option<Padding>,
+    decoder: Option<Decoder>,
     /// The ids of every special token (the pipeline's and the template's),
     /// sorted.
     special_ids: Vec<u32>,
@@ -85,6 +89,11 @@ impl Tokenizer {
             .transpose()?;
         let pre_tokenizer = spec.pre_tokenizer.as_ref().map(PreTokenizer::new).transpose()?;
         let template = spec.post_processor.as_ref().map(Template::new).transpose()?;
+        let decoder = spec
+            .decoder
+            .as_ref()
+            .map(|value| Decoder::from_json(&value.to_string()))
+            .transpose()?;
         let vocab_size = model.vocab_size();
         for (text, id) in &spec.special_tokens {
             if *id as usize >= vocab_size {
@@ -115,6 +124,7 @@ impl Tokenizer {
         special_ids.sort_unstable();
         special_ids.dedup();
         Ok(Tokenizer {
+            decoder,
             special_ids,
             fused,
             model,
@@ -151,19 +161,23 @@ impl Tokenizer {
     }
 
     /// The text of `ids`: the tokens' texts (special tokens left out with
-    /// `skip_special`) joined, bytes that are not UTF-8 replaced.
+    /// `skip_special`) through the decoder, or joined without one; bytes
+    /// that are not UTF-8 replaced.
     pub fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
-        let mut bytes = Vec::new();
+        let mut tokens = Vec::with_capacity(ids.len());
         for &id in ids {
             if skip_special && self.is_special(id) {
                 continue;
             }
-            match self.special_tokens.iter().find(|&&(_, s)| s == id) {
-                Some((text, _)) => bytes.extend_from_slice(text.as_bytes()),
-                None => bytes.extend_from_slice(&self.model.token(id)?),
-            }
+            tokens.push(match self.special_tokens.iter().find(|&&(_, s)| s == id) {
+                Some((text, _)) => text.as_bytes().to_vec(),
+                None => self.model.token(id)?.into_owned(),
+            });
         }
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        match &self.decoder {
+            Some(decoder) => decoder.decode(tokens),
+            None => Ok(String::from_utf8_lossy(&tokens.concat()).into_owned()),
+        }
     }
 
     /// Whether `id` is a special token: of the pipeline or its template.
