@@ -176,3 +176,44 @@ def test_bad_settings_are_refused_with_a_reason(bert_vocab):
         processors.TemplateProcessing("$A", pair="$A [SEP]", special_tokens=[("[SEP]", 1)])
     with pytest.raises(TypeError, match="normalizer"):
         polytok.Tokenizer(ours.model, normalizer=pre_tokenizers.Whitespace())
+
+
+def test_bert_preset_offsets_equal_tokenizers_on_every_flores_line(bert_vocab, bert_reference, flores):
+    """The whole BERT pipeline (BertNormalizer with its offsets, the
+    pre-tokenizer, WordPiece, [CLS]/[SEP]) on every line of every language."""
+    bert = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    mismatches = []
+    for language, lines in sorted(flores.items()):
+        ours = bert.encode_batch(lines, offsets=True)
+        theirs = bert_reference.encode_batch(lines)
+        for line, mine, reference in zip(lines, ours, theirs):
+            if (
+                mine.ids != reference.ids
+                or mine.offsets != [tuple(o) for o in reference.offsets]
+                or mine.word_ids != reference.word_ids
+            ):
+                mismatches.append((language, line))
+    assert not mismatches, mismatches[:3]
+
+
+@pytest.mark.parametrize("preset", ["cl100k", "bert", "unigram"])
+def test_offsets_path_gives_the_fused_ids(preset, cl100k, bert_vocab, flores, tmp_path):
+    """Presets take their ids from the model's fused encoder and their
+    offsets from the pipeline: the two give the same tokens."""
+    if preset == "cl100k":
+        tok = cl100k
+    elif preset == "bert":
+        tok = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    else:
+        tok = polytok.UnigramTokenizer.train_from_iterator(
+            [line for language in LANGUAGES for line in flores[language][:300]], vocab_size=3000, progress=False
+        )
+    texts = [line for language in LANGUAGES for line in flores[language][300:400]]
+    texts += ["  two  spaces  ", "", " ", "\u2581lead", "tail\u2581 ", "tab\there\nnewline", "ｆｕｌｌ　ｗｉｄｔｈ"]
+    fused = tok.encode_batch(texts)
+    tracked = tok.encode_batch(texts, offsets=True)
+    for text, a, b in zip(texts, fused, tracked):
+        assert a.ids == b.ids, text
+        assert len(b.offsets) == len(b.ids) and all(0 <= s <= e <= len(text) for s, e in b.offsets), text
+    # Lazily computed offsets agree with those computed at once.
+    assert [e.offsets for e in fused] == [e.offsets for e in tracked]

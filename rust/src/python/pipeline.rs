@@ -253,6 +253,13 @@ impl Encoding {
         if let Some(p) = tokenizer.padding() {
             p.apply(&mut full, self.ids_only.len());
         }
+        if full.ids != self.ids_only.ids {
+            // The fused encoder and the pipeline disagree: offsets would
+            // belong to other tokens. A bug, never an answer.
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "polytok internal error (the ids with offsets differ from the ids); please report it",
+            ));
+        }
         Ok(self.full.get_or_init(|| full))
     }
 

@@ -1,0 +1,84 @@
+"""decode(encode(text)) == text for every string, with the identity
+normalizer: byte-level BPE, BPE over SentencePiece's ``▁`` (its bytes are
+its fallback), and Unigram with ``▁`` and byte fallback. Text holding
+``▁`` itself is left out where ``▁`` stands for a space: it decodes as
+one, as in SentencePiece."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import polytok
+from polytok import decoders, normalizers, pre_tokenizers
+from tests.conftest import CORPORA
+
+ANY_TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
+# Spaces, runs of them and their neighbours, where ▁ handling goes wrong.
+SPACY_TEXT = st.lists(st.sampled_from([" ", "  ", "a", "é", "日", "\t", "\n", "🙂", "\x00"]), max_size=20).map("".join)
+NO_METASPACE = (ANY_TEXT | SPACY_TEXT).filter(lambda s: "\u2581" not in s)
+
+
+def corpus_lines() -> list[str]:
+    return [line for path in sorted(CORPORA.glob("*.txt"))[:8] for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def metaspace_bpe() -> polytok.Tokenizer:
+    """A BPE model trained on text with spaces as ``▁``, in a pipeline that
+    writes them so (Llama's design): the dummy ``▁`` in front, pieces cut
+    before each ``▁``, and decoding back."""
+    prepared = ["\u2581" + line.replace(" ", "\u2581") for line in corpus_lines()]
+    model = polytok.BPETokenizer.train_from_iterator(prepared, vocab_size=2000, pattern=r"\u2581?[^\u2581]+|\u2581")
+    return polytok.Tokenizer(
+        model.model,
+        normalizer=normalizers.Sequence(
+            normalizers=[normalizers.Prepend(prepend="\u2581"), normalizers.Replace(pattern=" ", content="\u2581")]
+        ),
+        pre_tokenizer=pre_tokenizers.Metaspace(prepend_scheme="never"),
+        decoder=decoders.Sequence(
+            decoders=[decoders.Fuse(), decoders.Replace(pattern="\u2581", content=" "), decoders.Strip(content=" ", start=1, stop=0)]
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def fallback_unigram() -> polytok.UnigramTokenizer:
+    return polytok.UnigramTokenizer.train_from_iterator(
+        corpus_lines(), vocab_size=1500, byte_fallback=True, remove_extra_whitespaces=False, progress=False
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=ANY_TEXT | SPACY_TEXT)
+def test_byte_level_bpe(cl100k, text):
+    encoding = cl100k.encode(text)
+    assert cl100k.decode(encoding) == text
+    assert "".join(text[s:e] for s, e in encoding.offsets) == text
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=NO_METASPACE)
+def test_bpe_with_metaspace(metaspace_bpe, text):
+    encoding = metaspace_bpe.encode(text)
+    assert metaspace_bpe.decode(encoding) == text
+    assert all(0 <= s <= e <= len(text) for s, e in encoding.offsets)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=NO_METASPACE)
+def test_unigram_with_metaspace_and_byte_fallback(fallback_unigram, text):
+    encoding = fallback_unigram.encode(text)
+    assert fallback_unigram.decode(encoding) == text
+    assert all(0 <= s <= e <= len(text) for s, e in encoding.offsets)
+
+
+def test_streaming_gives_the_same_text(cl100k, fallback_unigram):
+    text = "Grüße, 世界! 🙂 tokens cut across bytes: ﷽"
+    for tok in (cl100k, fallback_unigram):
+        stream = tok.decode_stream()
+        pieces = [stream.step(i) for i in tok.encode(text).ids]
+        pieces.append(stream.flush())
+        assert "".join(p for p in pieces if p) == tok.decode(tok.encode(text)) == text
+        assert all("\ufffd" not in p for p in pieces if p)
