@@ -218,21 +218,25 @@ def test_files_exchange_with_hugging_face():
         assert ours.normalize_str("Ａb É") == _core.normalize(json.dumps(theirs), "Ａb É")[0]
 
 
-def test_bad_specs_raise_value_error():
-    with pytest.raises(ValueError, match=r"unknown normalizer type \"Nope\".*StripAccents"):
-        _core.normalize('{"type": "Nope"}', "a")
-    with pytest.raises(ValueError, match=r"^Strip: unknown field `x`"):
-        _core.normalize('{"type": "Strip", "strip_left": true, "strip_right": true, "x": 1}', "a")
-    with pytest.raises(ValueError, match=r"^NFC: unknown field `x`"):
-        _core.normalize('{"type": "NFC", "x": 1}', "a")
-    with pytest.raises(ValueError, match=r"^Replace: invalid regular expression '\(':"):
-        _core.normalize('{"type": "Replace", "pattern": {"Regex": "("}, "content": ""}', "a")
-    with pytest.raises(ValueError, match=r"^Sequence: step 1: Prepend: missing field `prepend`"):
-        _core.normalize('{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Prepend"}]}', "a")
-    with pytest.raises(ValueError, match=r"Whitespace: invalid type"):
-        _core.normalize('{"type": "Whitespace", "strip": 1, "collapse": true, "unicode_spaces": true}', "a")
-    with pytest.raises(ValueError, match="invalid JSON"):
-        _core.normalize("{", "a")
+BAD_SPECS = [
+    ('{"type": "Nope"}', r"unknown normalizer type \"Nope\".*StripAccents"),
+    ('{"type": "Strip", "strip_left": true, "strip_right": true, "x": 1}', r"^Strip: unknown field `x`"),
+    ('{"type": "NFC", "x": 1}', r"^NFC: unknown field `x`"),
+    ('{"type": "Replace", "pattern": {"Regex": "("}, "content": ""}', r"^Replace: invalid regular expression '\(':"),
+    ('{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Prepend"}]}',
+     r"^Sequence: step 1: Prepend: missing field `prepend`"),
+    ('{"type": "Whitespace", "strip": 1, "collapse": true, "unicode_spaces": true}', r"Whitespace: invalid type"),
+    ("{", "invalid JSON"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("spec", "message"), BAD_SPECS)
+def test_bad_specs_raise_value_error(spec, message):
+    with pytest.raises(ValueError, match=message):
+        _core.normalize(spec, "a")
+
+
+def test_bad_settings_in_python():
     # The Python classes.
     with pytest.raises(ValueError, match=r"invalid regular expression '\['"):
         N.Replace(pattern={"Regex": "["}, content="")
