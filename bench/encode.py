@@ -244,7 +244,7 @@ def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
             )
         elif name == "polytok":
             tok = _data.polytok_cl100k(enc, ranks_path)
-            funcs[name] = tok.encode if single else tok.encode_batch
+            funcs[name] = tok.encode_ids if single else tok.encode_batch_ids
         elif name == "riptoken":
             import riptoken
 

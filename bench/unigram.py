@@ -74,7 +74,7 @@ def load_encoders(libs, model: Path, single: bool) -> dict:
     for name in libs:
         if name == "polytok":
             tok = _data.import_polytok().UnigramTokenizer.from_sentencepiece(model)
-            funcs[name] = tok.encode if single else tok.encode_batch
+            funcs[name] = tok.encode_ids if single else tok.encode_batch_ids
         else:
             import sentencepiece as spm
 

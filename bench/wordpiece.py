@@ -48,9 +48,9 @@ def load_encoders(libs, single: bool) -> dict:
         if name == "polytok":
             tok = _data.import_polytok().WordPieceTokenizer.from_vocab(vocab)
             if single:
-                funcs[name] = lambda doc, tok=tok: tok.encode(doc, allowed_special="all")
+                funcs[name] = lambda doc, tok=tok: tok.encode_ids(doc, add_special_tokens=False, allowed_special="all")
             else:
-                funcs[name] = lambda docs, tok=tok: tok.encode_batch(docs, allowed_special="all")
+                funcs[name] = lambda docs, tok=tok: tok.encode_batch_ids(docs, add_special_tokens=False, allowed_special="all")
             continue
         if name == "tokie":
             import tokie
@@ -132,12 +132,12 @@ def long_words(runs: int) -> None:
 
     rows = []
     for name, f, sizes in (
-        ("polytok", lambda w: tok.encode(w), (1_000_000, 2_000_000)),
+        ("polytok", lambda w: tok.encode_ids(w, add_special_tokens=False), (1_000_000, 2_000_000)),
         ("tokenizers", lambda w: reference.encode(w, add_special_tokens=False).ids, (2_000, 4_000)),
     ):
         small, large = (best(f, letters[:n]) for n in sizes)
         if name == "polytok":
-            assert tok.encode(letters[:4000]) == reference.encode(letters[:4000], add_special_tokens=False).ids
+            assert tok.encode_ids(letters[:4000], add_special_tokens=False) == reference.encode(letters[:4000], add_special_tokens=False).ids
         rows.append([name, f"{sizes[0]:,}", f"{small:.4f}", f"{sizes[1]:,}", f"{large:.4f}", f"{large / small:.2f}"])
     _data.print_table(
         f"One long word of random letters (word-length limit lifted), seconds, median of {runs}: "

@@ -72,7 +72,7 @@ def run_child_mode(args) -> None:
     """In the child: load one library, warm it up on other text, encode the
     input once (text the process has never seen, so no cache helps)."""
     enc, ranks = _data.tiktoken_cl100k()
-    encode = _data.polytok_cl100k(enc, ranks).encode if args.child == "polytok" else enc.encode_ordinary
+    encode = _data.polytok_cl100k(enc, ranks).encode_ids if args.child == "polytok" else enc.encode_ordinary
     encode("Warm-up: 12 words, some punctuation; and 日本語のテキスト.")
     encode(WARMUP)
     text = case_text(args.case, args.size)

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from polytok import _core, decoders
-from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
+from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
@@ -152,12 +152,6 @@ class BPETokenizer(Preset):
         atomic_write(path, self._core.to_tiktoken())
 
     # ----------------------------------------------------------------- encoding
-
-    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
-        return self._core.encode(text, allowed)
-
-    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
-        return self._core.encode_batch(texts, allowed)
 
     def clear_cache(self) -> None:
         """Forget the merged pieces that encoding caches (per thread, up to a

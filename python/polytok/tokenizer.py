@@ -283,16 +283,22 @@ class Tokenizer:
     def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
         """The ids of ``text`` alone, as a list: the fastest way to them
         (no offsets, no :data:`Encoding`)."""
-        return self.encode(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special).ids
+        allowed = _allowed(allowed_special)
+        try:
+            return self._pipeline.encode_ids(text, None, add_special_tokens, allowed)
+        except UnicodeEncodeError:
+            return self._pipeline.encode_ids(without_surrogates(text), None, add_special_tokens, allowed)
 
     def encode_batch_ids(
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
     ) -> list[list[int]]:
         """The ids of many texts, as lists, encoded on all cores."""
-        encodings = self.encode_batch(
-            text_list(texts), add_special_tokens=add_special_tokens, allowed_special=allowed_special
-        )
-        return [e.ids for e in encodings]
+        texts = text_list(texts)
+        allowed = _allowed(allowed_special)
+        try:
+            return self._pipeline.encode_batch_ids(texts, add_special_tokens, allowed)
+        except UnicodeEncodeError:
+            return self._pipeline.encode_batch_ids(_clean_inputs(texts), add_special_tokens, allowed)
 
     def encode_batch_numpy(
         self,
@@ -458,47 +464,6 @@ class Preset(Tokenizer):
         if self._truncation is None and self._padding is None:
             return None
         return {"preset": True, "truncation": self._truncation, "padding": self._padding}
-
-    def _plain(self, add_special_tokens: bool, allowed: str | list[str] | None) -> bool:
-        """Whether ids come straight from the model: nothing around it."""
-        return (
-            self._truncation is None
-            and self._padding is None
-            and (self._post_processor is None or not add_special_tokens)
-            and (allowed is None or bool(self._special_tokens))
-        )
-
-    def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
-        allowed = _allowed(allowed_special)
-        if not self._plain(add_special_tokens, allowed):
-            return super().encode_ids(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
-        try:
-            return self._ids(text, allowed)
-        except UnicodeEncodeError:
-            return self._ids(without_surrogates(text), allowed)
-
-    def encode_batch_ids(
-        self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
-    ) -> list[list[int]]:
-        allowed = _allowed(allowed_special)
-        if not self._plain(add_special_tokens, allowed):
-            return super().encode_batch_ids(texts, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
-        texts = text_list(texts)
-        try:
-            return self._batch_ids(texts, allowed)
-        except UnicodeEncodeError:
-            return self._batch_ids([without_surrogates(t) for t in texts], allowed)
-
-    encode_ids.__doc__ = Tokenizer.encode_ids.__doc__
-    encode_batch_ids.__doc__ = Tokenizer.encode_batch_ids.__doc__
-
-    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
-        """The model's own ids of ``text`` (a preset's fused encoder)."""
-        raise NotImplementedError
-
-    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
-        """The model's own ids of ``texts``, on all cores."""
-        raise NotImplementedError
 
 
 def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | None = None) -> Tokenizer:

@@ -184,12 +184,6 @@ class UnigramTokenizer(Preset):
             data = f.read()
         return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
 
-    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
-        return self._core.encode(text)
-
-    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
-        return self._core.encode_batch(texts)
-
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
         """The text of ``ids``, as SentencePiece decodes it: ``▁`` back to
         spaces, the dummy prefix removed, byte pieces joined into UTF-8,

@@ -218,12 +218,6 @@ class WordPieceTokenizer(Preset):
 
     # ----------------------------------------------------------------- encoding
 
-    def _ids(self, text: str, allowed: str | list[str] | None) -> list[int]:
-        return self._core.encode(text, allowed)
-
-    def _batch_ids(self, texts: list[str], allowed: str | list[str] | None) -> list[list[int]]:
-        return self._core.encode_batch(texts, allowed)
-
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False, cleanup: bool = True) -> str:
         """The text of ``ids``: continuation tokens joined to the token before
         them, others separated by spaces; ``cleanup`` removes the space

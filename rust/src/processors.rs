@@ -157,6 +157,21 @@ impl Template {
         }
     }
 
+    /// The single template's ids, `sequence` appending those of the text.
+    pub fn single_ids(
+        &self,
+        out: &mut Vec<u32>,
+        mut sequence: impl FnMut(&mut Vec<u32>) -> Result<()>,
+    ) -> Result<()> {
+        for piece in &self.single {
+            match piece {
+                TemplatePiece::SpecialToken { id, .. } => out.extend_from_slice(&self.tokens[id].ids),
+                TemplatePiece::Sequence { .. } => sequence(out)?,
+            }
+        }
+        Ok(())
+    }
+
     /// The template filled with `a` (and `b`).
     pub fn apply(&self, a: &Encoding, b: Option<&Encoding>) -> Result<Encoding> {
         let pieces = self.pieces(b.is_some())?;

@@ -495,13 +495,13 @@ fn encode_batch_flat<'py>(
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
     pub(crate) model: Arc<BpeModel>,
-    ints: Ints,
+    ints: Arc<Ints>,
 }
 
 impl Bpe {
     fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(Bpe { model: Arc::new(model), ints })
+        Ok(Bpe { model: Arc::new(model), ints: Arc::new(ints) })
     }
 }
 
@@ -657,13 +657,13 @@ impl Bpe {
 #[pyclass(module = "polytok._core", frozen)]
 struct WordPiece {
     pub(crate) model: Arc<WordPieceModel>,
-    ints: Ints,
+    ints: Arc<Ints>,
 }
 
 impl WordPiece {
     fn new(py: Python<'_>, model: WordPieceModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(WordPiece { model: Arc::new(model), ints })
+        Ok(WordPiece { model: Arc::new(model), ints: Arc::new(ints) })
     }
 }
 
@@ -843,13 +843,13 @@ impl WordPiece {
 #[pyclass(module = "polytok._core", frozen)]
 struct Unigram {
     pub(crate) model: Arc<UnigramModel>,
-    ints: Ints,
+    ints: Arc<Ints>,
 }
 
 impl Unigram {
     fn new(py: Python<'_>, model: UnigramModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.pieces().len())?;
-        Ok(Unigram { model: Arc::new(model), ints })
+        Ok(Unigram { model: Arc::new(model), ints: Arc::new(ints) })
     }
 
     fn piece_at(&self, id: u32) -> PyResult<&unigram::Piece> {

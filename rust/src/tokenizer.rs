@@ -22,6 +22,7 @@ use crate::processors::{Padding, PaddingStrategy, PostProcessor, Template, Trunc
 use crate::text::normalizers::Normalizer;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
 use crate::text::Normalized;
+use crate::batch::IdRuns;
 use crate::vocab::{allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment};
 
 /// The pipeline's settings, as saved (JSON).
@@ -297,6 +298,92 @@ impl Tokenizer {
         Ok(out)
     }
 
+    /// Whether ids can be had without building encodings: nothing but a
+    /// template around the model (no truncation, no padding).
+    pub fn ids_direct(&self) -> bool {
+        self.truncation.is_none() && self.padding.is_none()
+    }
+
+    /// Appends the ids of `text`, with the template when
+    /// `add_special_tokens`, for an `ids_direct` tokenizer.
+    pub fn encode_ids_into(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        allowed: &AllowedSpecial,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let matcher = self.matcher(allowed)?;
+        self.single_ids_into(text, add_special_tokens, allowed, matcher.as_deref(), out)
+    }
+
+    /// Appends the ids of each text to `runs` (see `encode_ids_into`), on
+    /// this thread: a chunk of a batch (`batch::encode_chunks`).
+    pub fn encode_texts(
+        &self,
+        texts: &[&str],
+        add_special_tokens: bool,
+        allowed: &AllowedSpecial,
+        runs: &mut IdRuns,
+    ) -> Result<()> {
+        let matcher = self.matcher(allowed)?;
+        texts.iter().try_for_each(|text| {
+            runs.push(|out| self.single_ids_into(text, add_special_tokens, allowed, matcher.as_deref(), out))
+        })
+    }
+
+    fn single_ids_into(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        allowed: &AllowedSpecial,
+        matcher: Option<&AhoCorasick>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        debug_assert!(self.ids_direct());
+        match self.template.as_ref().filter(|_| add_special_tokens) {
+            Some(t) => t.single_ids(out, |out| self.sequence_ids(text, allowed, matcher, out)),
+            None => self.sequence_ids(text, allowed, matcher, out),
+        }
+    }
+
+    /// Appends the ids of one text (no template): the model's fused
+    /// encoder, or the pipeline without offsets.
+    fn sequence_ids(
+        &self,
+        text: &str,
+        allowed: &AllowedSpecial,
+        matcher: Option<&AhoCorasick>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        if self.fused {
+            return self.model.encode_whole(text, allowed, out);
+        }
+        SCRATCH.with(|scratch| {
+            let scratch = &mut *scratch.borrow_mut();
+            split_special(text, matcher, |segment| -> Result<()> {
+                match segment {
+                    Segment::Special(token) => out.push(self.special_id(token)),
+                    Segment::Text(part) if !part.is_empty() => {
+                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                        self.pieces(part, offset, false, scratch)?;
+                        self.model.encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
+                    }
+                    Segment::Text(_) => {}
+                }
+                Ok(())
+            })
+        })
+    }
+
+    fn special_id(&self, token: &str) -> u32 {
+        self.special_tokens
+            .iter()
+            .find(|(t, _)| t == token)
+            .map(|&(_, id)| id)
+            .expect("the matcher holds special tokens only")
+    }
+
     /// The tokens of one text, with type id and sequence id `sequence`.
     fn encode_sequence(
         &self,
@@ -306,9 +393,9 @@ impl Tokenizer {
         matcher: Option<&AhoCorasick>,
         track: bool,
     ) -> Result<Encoding> {
-        if self.fused && !track {
-            let mut out = Encoding::default();
-            self.model.encode_whole(text, allowed, &mut out.ids)?;
+        let mut out = Encoding::default();
+        if !track {
+            self.sequence_ids(text, allowed, matcher, &mut out.ids)?;
             let n = out.ids.len();
             out.type_ids = vec![sequence; n];
             out.attention_mask = vec![1; n];
@@ -320,55 +407,35 @@ impl Tokenizer {
             };
             return Ok(out);
         }
+        let chars = CharIndex::new(text);
+        let mut word = 0u32;
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
-            let mut out = Encoding::default();
-            let chars = track.then(|| CharIndex::new(text));
-            let mut word = 0u32;
             split_special(text, matcher, |segment| -> Result<()> {
                 match segment {
                     Segment::Special(token) => {
-                        let id = self
-                            .special_tokens
-                            .iter()
-                            .find(|(t, _)| t == token)
-                            .map(|&(_, id)| id)
-                            .expect("the matcher holds special tokens only");
-                        let offsets = chars.as_ref().map(|c| {
-                            let start = token.as_ptr() as usize - text.as_ptr() as usize;
-                            (c.span(start as u32, (start + token.len()) as u32), Some(word))
-                        });
-                        out.push(id, sequence, true, Some(sequence), offsets);
+                        let start = token.as_ptr() as usize - text.as_ptr() as usize;
+                        let span = chars.span(start as u32, (start + token.len()) as u32);
+                        out.push(self.special_id(token), sequence, true, Some(sequence), Some((span, Some(word))));
                         word += 1;
                     }
                     Segment::Text(part) if !part.is_empty() => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        word = self.encode_text(part, offset, sequence, chars.as_ref(), word, scratch, &mut out)?;
+                        word = self.encode_tracked(part, offset, sequence, &chars, word, scratch, &mut out)?;
                     }
                     Segment::Text(_) => {}
                 }
                 Ok(())
-            })?;
-            Ok(out)
-        })
+            })
+        })?;
+        Ok(out)
     }
 
-    /// Encodes one stretch of text between special tokens (at byte
-    /// `offset` of its sequence), appending to `out`; returns the next word
-    /// id.
-    #[allow(clippy::too_many_arguments)]
-    fn encode_text(
-        &self,
-        part: &str,
-        offset: usize,
-        sequence: u32,
-        chars: Option<&CharIndex>,
-        word: u32,
-        scratch: &mut Scratch,
-        out: &mut Encoding,
-    ) -> Result<u32> {
-        let Scratch { text, pieces, ids, ends } = scratch;
-        text.reset(part, offset as u32, chars.is_some());
+    /// Normalizes and pre-tokenizes one stretch of text between special
+    /// tokens (at byte `offset` of its sequence) into `scratch`.
+    fn pieces(&self, part: &str, offset: usize, track: bool, scratch: &mut Scratch) -> Result<()> {
+        let Scratch { text, pieces, .. } = scratch;
+        text.reset(part, offset as u32, track);
         if let Some(n) = &self.normalizer {
             n.normalize(text)?;
         }
@@ -379,15 +446,26 @@ impl Tokenizer {
         if let Some(p) = &self.pre_tokenizer {
             p.pre_tokenize(text, pieces, offset == 0)?;
         }
+        Ok(())
+    }
+
+    /// Encodes one stretch of text between special tokens with offsets,
+    /// appending to `out`; returns the next word id.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_tracked(
+        &self,
+        part: &str,
+        offset: usize,
+        sequence: u32,
+        chars: &CharIndex,
+        word: u32,
+        scratch: &mut Scratch,
+        out: &mut Encoding,
+    ) -> Result<u32> {
+        self.pieces(part, offset, true, scratch)?;
+        let Scratch { text, pieces, ids, ends } = scratch;
         ids.clear();
         ends.clear();
-        let Some(chars) = chars else {
-            self.model.encode_pieces(text.as_str(), pieces, ids, None);
-            for &id in ids.iter() {
-                out.push(id, sequence, false, Some(sequence), None);
-            }
-            return Ok(word);
-        };
         self.model.encode_pieces(text.as_str(), pieces, ids, Some(ends));
         let mut piece = 0;
         let mut start = None;

@@ -13,7 +13,10 @@ use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 
-use super::{allowed_special_tokens, guarded, in_pool, to_py, Bpe, Unigram, WordPiece, DETACH_BYTES};
+use super::{
+    allowed_special_tokens, encode_batch_lists, encode_list, guarded, in_pool, strings, to_py, Bpe, GcPause, Ints, Unigram,
+    WordPiece, DETACH_BYTES,
+};
 use crate::encoding::Encoding as RustEncoding;
 use crate::model::Model;
 use crate::text::pre_tokenizers::PreTokenizer;
@@ -26,6 +29,8 @@ use crate::vocab::AllowedSpecial;
 #[pyclass(module = "polytok._core", frozen)]
 pub(super) struct Pipeline {
     tokenizer: Arc<Tokenizer>,
+    /// The model's Python ints, for id lists.
+    ints: Arc<Ints>,
 }
 
 /// The inputs of an encoding made without offsets, to make them on demand.
@@ -44,21 +49,22 @@ pub(super) struct Encoding {
     tokenizer: Option<Arc<Tokenizer>>,
     ids_only: RustEncoding,
     inputs: Option<Inputs>,
-    /// With offsets: given at once, or computed on first use.
+    /// With offsets, computed on first use (when `inputs` are kept;
+    /// otherwise `ids_only` has them already).
     full: OnceLock<RustEncoding>,
     /// The tokens' texts, once asked for.
     tokens: OnceLock<Vec<String>>,
 }
 
-fn model_of(model: &Bound<'_, PyAny>) -> PyResult<Model> {
+fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
     if let Ok(m) = model.cast::<Bpe>() {
-        return Ok(Model::Bpe(m.get().model.clone()));
+        return Ok((Model::Bpe(m.get().model.clone()), m.get().ints.clone()));
     }
     if let Ok(m) = model.cast::<WordPiece>() {
-        return Ok(Model::WordPiece(m.get().model.clone()));
+        return Ok((Model::WordPiece(m.get().model.clone()), m.get().ints.clone()));
     }
     if let Ok(m) = model.cast::<Unigram>() {
-        return Ok(Model::Unigram(m.get().model.clone()));
+        return Ok((Model::Unigram(m.get().model.clone()), m.get().ints.clone()));
     }
     Err(PyTypeError::new_err(format!(
         "the model must be a BPE, WordPiece or Unigram model, not {}",
@@ -102,8 +108,9 @@ impl Pipeline {
     fn new(model: &Bound<'_, PyAny>, spec: &str, fused: bool) -> PyResult<Self> {
         let spec: PipelineSpec = serde_json::from_str(spec)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}")))?;
-        let tokenizer = Tokenizer::new(model_of(model)?, &spec, fused).map_err(to_py)?;
-        Ok(Pipeline { tokenizer: Arc::new(tokenizer) })
+        let (model, ints) = model_of(model)?;
+        let tokenizer = Tokenizer::new(model, &spec, fused).map_err(to_py)?;
+        Ok(Pipeline { tokenizer: Arc::new(tokenizer), ints })
     }
 
     #[pyo3(signature = (text, pair = None, add_special_tokens = true, allowed_special = None, offsets = false))]
@@ -147,6 +154,53 @@ impl Pipeline {
             .zip(inputs)
             .map(|(e, (a, b))| self.wrap(e, offsets, a.unbind(), b.map(Bound::unbind), add_special_tokens, allowed.clone()))
             .collect())
+    }
+
+    /// The ids of `text` (and `pair`) alone, as a list.
+    #[pyo3(signature = (text, pair = None, add_special_tokens = true, allowed_special = None))]
+    fn encode_ids<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        pair: Option<&str>,
+        add_special_tokens: bool,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let tokenizer = &*self.tokenizer;
+        if pair.is_none() && tokenizer.ids_direct() {
+            return encode_list(py, &self.ints, text, allowed_special, |t, allowed, ids| {
+                tokenizer.encode_ids_into(t, add_special_tokens, allowed, ids)
+            });
+        }
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let long = text.len() + pair.map_or(0, str::len) >= DETACH_BYTES;
+        let encoding = guarded(py, long, || tokenizer.encode(text, pair, add_special_tokens, &allowed, false))?
+            .map_err(to_py)?;
+        self.ints.list(py, &encoding.ids)
+    }
+
+    /// The ids of many texts, as lists, encoded on all cores.
+    #[pyo3(signature = (texts, add_special_tokens = true, allowed_special = None))]
+    fn encode_batch_ids<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyList>,
+        add_special_tokens: bool,
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let tokenizer = &*self.tokenizer;
+        if tokenizer.ids_direct() {
+            return encode_batch_lists(py, &self.ints, texts, allowed_special, |chunk, allowed, runs| {
+                tokenizer.encode_texts(chunk, add_special_tokens, allowed, runs)
+            });
+        }
+        let allowed = allowed_special_tokens(allowed_special)?;
+        let texts = strings(texts)?;
+        let texts = texts.iter().map(|t| Ok((t.to_str()?, None))).collect::<PyResult<Vec<_>>>()?;
+        let encodings = in_pool(py, || tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
+            .map_err(to_py)?;
+        let _paused = GcPause::new(py)?;
+        PyList::new(py, encodings.iter().map(|e| self.ints.list(py, &e.ids)).collect::<PyResult<Vec<_>>>()?)
     }
 
     /// A batch as arrays for NumPy: `(ids, attention_mask, type_ids,
@@ -224,24 +278,27 @@ impl Pipeline {
         add_special_tokens: bool,
         allowed: AllowedSpecial,
     ) -> Encoding {
-        let full = OnceLock::new();
-        let inputs = if has_offsets {
-            full.set(encoding.clone()).expect("a fresh cell");
-            None
-        } else {
-            Some(Inputs { text, pair, add_special_tokens, allowed })
-        };
-        Encoding { tokenizer: Some(self.tokenizer.clone()), ids_only: encoding, inputs, full, tokens: OnceLock::new() }
+        let inputs = (!has_offsets).then_some(Inputs { text, pair, add_special_tokens, allowed });
+        Encoding {
+            tokenizer: Some(self.tokenizer.clone()),
+            ids_only: encoding,
+            inputs,
+            full: OnceLock::new(),
+            tokens: OnceLock::new(),
+        }
     }
 }
 
 impl Encoding {
     /// The encoding with offsets, computed on first use.
     fn full(&self, py: Python<'_>) -> PyResult<&RustEncoding> {
+        let Some(inputs) = &self.inputs else {
+            // Made with offsets.
+            return Ok(&self.ids_only);
+        };
         if let Some(full) = self.full.get() {
             return Ok(full);
         }
-        let inputs = self.inputs.as_ref().expect("an encoding without offsets keeps its inputs");
         let a = inputs.text.bind(py).to_str()?;
         let pair = inputs.pair.as_ref().map(|p| p.bind(py));
         let b = pair.map(|p| p.to_str()).transpose()?;
@@ -264,9 +321,7 @@ impl Encoding {
     }
 
     fn with_overflow(&self, e: RustEncoding) -> Encoding {
-        let full = OnceLock::new();
-        full.set(e.clone()).expect("a fresh cell");
-        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full, tokens: OnceLock::new() }
+        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full: OnceLock::new(), tokens: OnceLock::new() }
     }
 
     fn token_texts(&self) -> PyResult<&Vec<String>> {
@@ -333,11 +388,9 @@ impl Encoding {
         if lengths.iter().any(|&l| l != n) || tokens.len() != n {
             return Err(pyo3::exceptions::PyValueError::new_err("encoding state: its lists differ in length"));
         }
-        let full = OnceLock::new();
-        full.set(encoding.clone()).expect("a fresh cell");
         let cell = OnceLock::new();
         cell.set(tokens).expect("a fresh cell");
-        Ok(Encoding { tokenizer: None, ids_only: encoding, inputs: None, full, tokens: cell })
+        Ok(Encoding { tokenizer: None, ids_only: encoding, inputs: None, full: OnceLock::new(), tokens: cell })
     }
 }
 
