@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, Pad};
 use crate::error::{Error, Result};
 
 /// Which input a template's `Sequence` stands for.
@@ -177,6 +177,7 @@ impl Template {
         let pieces = self.pieces(b.is_some())?;
         let mut out = Encoding::default();
         let with_offsets = a.has_offsets();
+        out.reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?, with_offsets);
         for piece in pieces {
             match piece {
                 TemplatePiece::SpecialToken { id, type_id } => {
@@ -429,35 +430,19 @@ impl Padding {
         }
     }
 
-    /// Pads `e` (and its overflowing windows) to `length` tokens.
+    /// Pads `e` (and its overflowing windows) to `length` tokens (recorded
+    /// in `e.pad`, see `Encoding::padded`).
     pub fn apply(&self, e: &mut Encoding, length: usize) {
         for o in &mut e.overflowing {
             self.apply(o, length);
         }
-        let n = length.saturating_sub(e.len());
-        if n == 0 {
-            return;
-        }
-        let with_offsets = e.has_offsets();
-        let pad = |v: &mut Vec<u32>, value: u32| self.extend(v, value, n);
-        pad(&mut e.ids, self.pad_id);
-        pad(&mut e.type_ids, self.pad_type_id);
-        pad(&mut e.special_tokens_mask, 1);
-        pad(&mut e.attention_mask, 0);
-        self.extend(&mut e.sequence_ids, None, n);
-        if with_offsets {
-            self.extend(&mut e.offsets, (0, 0), n);
-            self.extend(&mut e.word_ids, None, n);
-        }
-    }
-
-    fn extend<T: Clone>(&self, v: &mut Vec<T>, value: T, n: usize) {
-        match self.direction {
-            Direction::Right => v.extend(std::iter::repeat_n(value, n)),
-            Direction::Left => {
-                v.splice(0..0, std::iter::repeat_n(value, n));
-            }
-        }
+        let tokens = e.ids.len();
+        e.pad = Pad {
+            count: length.saturating_sub(tokens),
+            left: self.direction == Direction::Left,
+            id: self.pad_id,
+            type_id: self.pad_type_id,
+        };
     }
 }
 
@@ -533,9 +518,10 @@ mod tests {
         let target = p.target(3);
         assert_eq!(target, 4);
         p.apply(&mut e, target);
-        assert_eq!(e.ids, [0, 0, 5, 6]);
-        assert_eq!(e.attention_mask, [0, 0, 1, 1]);
-        assert_eq!(e.offsets[0], (0, 0));
+        assert_eq!(*e.padded_ids(), [0, 0, 5, 6]);
+        assert_eq!(*e.padded_attention_mask(), [0, 0, 1, 1]);
+        assert_eq!(e.padded_offsets()[0], (0, 0));
+        assert_eq!(e.len(), 4);
     }
 
     #[test]

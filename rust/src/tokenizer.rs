@@ -467,6 +467,7 @@ impl Tokenizer {
         ids.clear();
         ends.clear();
         self.model.encode_pieces(text.as_str(), pieces, ids, Some(ends));
+        out.reserve(ids.len(), true);
         let mut piece = 0;
         let mut start = None;
         for (&id, &end) in ids.iter().zip(ends.iter()) {

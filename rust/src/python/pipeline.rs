@@ -176,7 +176,7 @@ impl Pipeline {
         let long = text.len() + pair.map_or(0, str::len) >= DETACH_BYTES;
         let encoding = guarded(py, long, || tokenizer.encode(text, pair, add_special_tokens, &allowed, false))?
             .map_err(to_py)?;
-        self.ints.list(py, &encoding.ids)
+        self.ints.list(py, &encoding.padded_ids())
     }
 
     /// The ids of many texts, as lists, encoded on all cores.
@@ -200,7 +200,7 @@ impl Pipeline {
         let encodings = in_pool(py, || tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
             .map_err(to_py)?;
         let _paused = GcPause::new(py)?;
-        PyList::new(py, encodings.iter().map(|e| self.ints.list(py, &e.ids)).collect::<PyResult<Vec<_>>>()?)
+        PyList::new(py, encodings.iter().map(|e| self.ints.list(py, &e.padded_ids())).collect::<PyResult<Vec<_>>>()?)
     }
 
     /// A batch as arrays for NumPy: `(ids, attention_mask, type_ids,
@@ -225,11 +225,11 @@ impl Pipeline {
         let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
             .map_err(to_py)?;
         let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
-        let matrix = |part: fn(&RustEncoding) -> &Vec<u32>, pad: u32| {
+        let matrix = |part: fn(&RustEncoding) -> std::borrow::Cow<'_, [u32]>, pad: u32| {
             PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
                 for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
-                    let values = part(e).iter().copied().chain(std::iter::repeat(pad));
-                    for (word, value) in row.chunks_exact_mut(4).zip(values) {
+                    let values = part(e);
+                    for (word, value) in row.chunks_exact_mut(4).zip(values.iter().copied().chain(std::iter::repeat(pad))) {
                         word.copy_from_slice(&value.to_ne_bytes());
                     }
                 }
@@ -238,9 +238,9 @@ impl Pipeline {
         };
         let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
         Ok((
-            matrix(|e| &e.ids, pad_id)?,
-            matrix(|e| &e.attention_mask, 0)?,
-            matrix(|e| &e.type_ids, 0)?,
+            matrix(RustEncoding::padded_ids, pad_id)?,
+            matrix(RustEncoding::padded_attention_mask, 0)?,
+            matrix(RustEncoding::padded_type_ids, 0)?,
             PyBytes::new(py, &lengths),
             width,
         ))
@@ -310,7 +310,7 @@ impl Encoding {
         if let Some(p) = tokenizer.padding() {
             p.apply(&mut full, self.ids_only.len());
         }
-        if full.ids != self.ids_only.ids {
+        if full.padded_ids() != self.ids_only.padded_ids() {
             // The fused encoder and the pipeline disagree: offsets would
             // belong to other tokens. A bug, never an answer.
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -331,7 +331,7 @@ impl Encoding {
         let model = self.tokenizer.as_ref().expect("a detached encoding has its tokens").model();
         let tokens = self
             .ids_only
-            .ids
+            .padded_ids()
             .iter()
             .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
             .collect::<PyResult<Vec<_>>>()?;
@@ -342,13 +342,13 @@ impl Encoding {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let full = self.full(py)?;
         let state = PyDict::new(py);
-        state.set_item("ids", &full.ids)?;
-        state.set_item("type_ids", &full.type_ids)?;
-        state.set_item("attention_mask", &full.attention_mask)?;
-        state.set_item("special_tokens_mask", &full.special_tokens_mask)?;
-        state.set_item("sequence_ids", &full.sequence_ids)?;
-        state.set_item("offsets", &full.offsets)?;
-        state.set_item("word_ids", &full.word_ids)?;
+        state.set_item("ids", &*full.padded_ids())?;
+        state.set_item("type_ids", &*full.padded_type_ids())?;
+        state.set_item("attention_mask", &*full.padded_attention_mask())?;
+        state.set_item("special_tokens_mask", &*full.padded_special_tokens_mask())?;
+        state.set_item("sequence_ids", &*full.padded_sequence_ids())?;
+        state.set_item("offsets", &*full.padded_offsets())?;
+        state.set_item("word_ids", &*full.padded_word_ids())?;
         state.set_item("tokens", self.token_texts()?)?;
         let overflowing = full
             .overflowing
@@ -378,6 +378,7 @@ impl Encoding {
             word_ids: item(state, "word_ids")?,
             sequence_ids: item(state, "sequence_ids")?,
             overflowing: Vec::new(),
+            pad: Default::default(),
         };
         for o in overflowing.try_iter()? {
             encoding.overflowing.push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
@@ -398,38 +399,38 @@ impl Encoding {
 impl Encoding {
     #[getter]
     fn ids(&self) -> Vec<u32> {
-        self.ids_only.ids.clone()
+        self.ids_only.padded_ids().into_owned()
     }
 
     #[getter]
     fn type_ids(&self) -> Vec<u32> {
-        self.ids_only.type_ids.clone()
+        self.ids_only.padded_type_ids().into_owned()
     }
 
     #[getter]
     fn attention_mask(&self) -> Vec<u32> {
-        self.ids_only.attention_mask.clone()
+        self.ids_only.padded_attention_mask().into_owned()
     }
 
     #[getter]
     fn special_tokens_mask(&self) -> Vec<u32> {
-        self.ids_only.special_tokens_mask.clone()
+        self.ids_only.padded_special_tokens_mask().into_owned()
     }
 
     #[getter]
     fn sequence_ids(&self) -> Vec<Option<u32>> {
-        self.ids_only.sequence_ids.clone()
+        self.ids_only.padded_sequence_ids().into_owned()
     }
 
     /// Character `(start, end)` of each token in its own text.
     #[getter]
     fn offsets(&self, py: Python<'_>) -> PyResult<Vec<(u32, u32)>> {
-        Ok(self.full(py)?.offsets.clone())
+        Ok(self.full(py)?.padded_offsets().into_owned())
     }
 
     #[getter]
     fn word_ids(&self, py: Python<'_>) -> PyResult<Vec<Option<u32>>> {
-        Ok(self.full(py)?.word_ids.clone())
+        Ok(self.full(py)?.padded_word_ids().into_owned())
     }
 
     /// Each token's text, as the model has it.
@@ -466,7 +467,7 @@ impl Encoding {
     /// An id, or a list of ids for a slice.
     fn __getitem__<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(slice) = index.cast::<PySlice>() {
-            let ids = PyList::new(py, &self.ids_only.ids)?;
+            let ids = PyList::new(py, &*self.ids_only.padded_ids())?;
             return ids.as_any().get_item(slice);
         }
         let n = self.ids_only.len() as isize;
@@ -475,12 +476,12 @@ impl Encoding {
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err("encoding index out of range"));
         }
-        Ok(self.ids_only.ids[i as usize].into_pyobject(py)?.into_any())
+        Ok(self.ids_only.padded_ids()[i as usize].into_pyobject(py)?.into_any())
     }
 
     /// Its ids, one after another.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PyList::new(py, &self.ids_only.ids)?.try_iter().map(|it| it.into_any())
+        PyList::new(py, &*self.ids_only.padded_ids())?.try_iter().map(|it| it.into_any())
     }
 
     /// Pickles with everything (offsets and tokens computed first); the
@@ -498,13 +499,14 @@ impl Encoding {
     /// Equal to another encoding or a sequence of ids with the same ids.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         if let Ok(other) = other.cast::<Encoding>() {
-            return Ok(other.get().ids_only.ids == self.ids_only.ids);
+            return Ok(other.get().ids_only.padded_ids() == self.ids_only.padded_ids());
         }
-        Ok(other.extract::<Vec<u32>>().is_ok_and(|ids| ids == self.ids_only.ids))
+        Ok(other.extract::<Vec<u32>>().is_ok_and(|ids| *ids == *self.ids_only.padded_ids()))
     }
 
     fn __repr__(&self) -> String {
-        format!("Encoding(n_tokens={}, ids={:?}{})", self.ids_only.len(), &self.ids_only.ids[..self.ids_only.len().min(8)], if self.ids_only.len() > 8 { "..." } else { "" })
+        let ids = self.ids_only.padded_ids();
+        format!("Encoding(n_tokens={}, ids={:?}{})", ids.len(), &ids[..ids.len().min(8)], if ids.len() > 8 { "..." } else { "" })
     }
 }
 

@@ -30,6 +30,10 @@ pub struct Normalized {
     text: String,
     spans: Vec<Span>,
     track: bool,
+    /// The buffers of the text before the last rewrite, reused by the next:
+    /// a pipeline normalizes text after text without allocating.
+    spare_text: String,
+    spare_spans: Vec<Span>,
 }
 
 impl Normalized {
@@ -117,16 +121,19 @@ impl Normalized {
     /// stands for.
     pub fn rebuild(&mut self, build: impl FnOnce(&Normalized, &mut Builder)) {
         let mut builder = Builder {
-            text: String::with_capacity(self.text.len()),
-            spans: Vec::new(),
+            text: std::mem::take(&mut self.spare_text),
+            spans: std::mem::take(&mut self.spare_spans),
             track: self.track,
         };
+        builder.text.clear();
+        builder.spans.clear();
+        builder.text.reserve(self.text.len());
         if self.track {
             builder.spans.reserve(self.text.len());
         }
         build(self, &mut builder);
-        self.text = builder.text;
-        self.spans = builder.spans;
+        self.spare_text = std::mem::replace(&mut self.text, builder.text);
+        self.spare_spans = std::mem::replace(&mut self.spans, builder.spans);
     }
 
     /// Replaces the text by what `write` appends to an empty string, given
@@ -135,9 +142,11 @@ impl Normalized {
     /// (there is no map to keep).
     pub fn rewrite_untracked(&mut self, write: impl FnOnce(&str, &mut String)) {
         assert!(!self.track, "rewrite_untracked on a tracked text");
-        let mut text = String::with_capacity(self.text.len());
+        let mut text = std::mem::take(&mut self.spare_text);
+        text.clear();
+        text.reserve(self.text.len());
         write(&self.text, &mut text);
-        self.text = text;
+        self.spare_text = std::mem::replace(&mut self.text, text);
     }
 
     /// The text, to change in place where each character keeps its length

@@ -232,11 +232,18 @@ fn refine(
     pieces: &mut Vec<Range<usize>>,
     mut split: impl FnMut(&str, usize, &mut Vec<Range<usize>>),
 ) {
-    let old = std::mem::take(pieces);
-    pieces.reserve(old.len());
-    for range in old {
-        split(&text[range.clone()], range.start, pieces);
+    thread_local! {
+        /// The pieces being refined, reused: no allocation per text.
+        static OLD: std::cell::RefCell<Vec<Range<usize>>> = const { std::cell::RefCell::new(Vec::new()) };
     }
+    OLD.with(|old| {
+        let old = &mut *old.borrow_mut();
+        std::mem::swap(old, pieces);
+        pieces.clear();
+        for range in old.drain(..) {
+            split(&text[range.clone()], range.start, pieces);
+        }
+    })
 }
 
 fn split_chars(piece: &str, offset: usize, out: &mut Vec<Range<usize>>, cut: impl Fn(char) -> Cut) {
