@@ -254,12 +254,15 @@ class Tokenizer:
         ids and tokens are computed when first read. Lone surrogates (not
         encodable as UTF-8) are encoded as U+FFFD, as tiktoken does.
         """
-        allowed = _allowed(allowed_special)
+        # (A loop of short texts spends much of its time here: no more
+        # Python than needed.)
+        pipeline = self._pipeline_cache or self._pipeline
+        allowed = _allowed(allowed_special) if allowed_special else None
         try:
-            return self._pipeline.encode(text, pair, add_special_tokens, allowed)
+            return pipeline.encode(text, pair, add_special_tokens, allowed)
         except UnicodeEncodeError:
             pair = None if pair is None else without_surrogates(pair)
-            return self._pipeline.encode(without_surrogates(text), pair, add_special_tokens, allowed)
+            return pipeline.encode(without_surrogates(text), pair, add_special_tokens, allowed)
 
     def encode_batch(
         self,
@@ -283,11 +286,12 @@ class Tokenizer:
     def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
         """The ids of ``text`` alone, as a list: the fastest way to them
         (no offsets, no :data:`Encoding`)."""
-        allowed = _allowed(allowed_special)
+        pipeline = self._pipeline_cache or self._pipeline
+        allowed = _allowed(allowed_special) if allowed_special else None
         try:
-            return self._pipeline.encode_ids(text, None, add_special_tokens, allowed)
+            return pipeline.encode_ids(text, None, add_special_tokens, allowed)
         except UnicodeEncodeError:
-            return self._pipeline.encode_ids(without_surrogates(text), None, add_special_tokens, allowed)
+            return pipeline.encode_ids(without_surrogates(text), None, add_special_tokens, allowed)
 
     def encode_batch_ids(
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()

@@ -130,6 +130,11 @@ impl Template {
         Ok(template)
     }
 
+    /// The ids a special token name of the template stands for.
+    pub fn token(&self, name: &str) -> &[u32] {
+        &self.tokens[name].ids
+    }
+
     /// The ids of the template's special tokens.
     pub fn token_ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.tokens.values().flat_map(|t| t.ids.iter().copied())
@@ -147,7 +152,8 @@ impl Template {
             .sum())
     }
 
-    fn pieces(&self, pair: bool) -> Result<&[TemplatePiece]> {
+    /// The items of the single or the pair template.
+    pub fn pieces(&self, pair: bool) -> Result<&[TemplatePiece]> {
         if pair {
             self.pair
                 .as_deref()

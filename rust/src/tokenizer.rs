@@ -18,7 +18,7 @@ use crate::decoders::Decoder;
 use crate::encoding::Encoding;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::processors::{Padding, PaddingStrategy, PostProcessor, Template, Truncation};
+use crate::processors::{Padding, PaddingStrategy, PostProcessor, SequenceId, Template, TemplatePiece, Truncation};
 use crate::text::normalizers::Normalizer;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
 use crate::text::Normalized;
@@ -254,13 +254,51 @@ impl Tokenizer {
         matcher: Option<&AhoCorasick>,
         track: bool,
     ) -> Result<Encoding> {
-        let mut first = self.encode_sequence(a, 0, allowed, matcher, track)?;
-        let mut second = b.map(|b| self.encode_sequence(b, 1, allowed, matcher, track)).transpose()?;
         let template = self.template.as_ref().filter(|_| add_special_tokens);
+        let Some(truncation) = &self.truncation else {
+            // Straight into one encoding: the template's tokens, and each
+            // text where the template has it.
+            let mut out = Encoding::default();
+            match template {
+                Some(t) => {
+                    for piece in t.pieces(b.is_some())? {
+                        match piece {
+                            TemplatePiece::SpecialToken { id, type_id } => {
+                                for &token in t.token(id) {
+                                    out.push(token, *type_id, true, None, track.then_some(((0, 0), None)));
+                                }
+                            }
+                            TemplatePiece::Sequence { id, type_id } => {
+                                let (text, sequence) = match id {
+                                    SequenceId::A => (a, 0),
+                                    SequenceId::B => (b.expect("a pair template with a pair"), 1),
+                                };
+                                self.encode_sequence(text, sequence, *type_id, allowed, matcher, track, &mut out)?;
+                            }
+                        }
+                    }
+                }
+                None => {
+                    self.encode_sequence(a, 0, 0, allowed, matcher, track, &mut out)?;
+                    if let Some(b) = b {
+                        self.encode_sequence(b, 1, 1, allowed, matcher, track, &mut out)?;
+                    }
+                }
+            }
+            return Ok(out);
+        };
+        let mut first = Encoding::default();
+        self.encode_sequence(a, 0, 0, allowed, matcher, track, &mut first)?;
+        let mut second = match b {
+            Some(b) => {
+                let mut second = Encoding::default();
+                self.encode_sequence(b, 1, 1, allowed, matcher, track, &mut second)?;
+                Some(second)
+            }
+            None => None,
+        };
         let added = template.map_or(Ok(0), |t| t.added_tokens(b.is_some()))?;
-        if let Some(t) = &self.truncation {
-            t.apply(&mut first, second.as_mut(), added)?;
-        }
+        truncation.apply(&mut first, second.as_mut(), added)?;
         self.merge(&first, second.as_ref(), template)
     }
 
@@ -384,28 +422,33 @@ impl Tokenizer {
             .expect("the matcher holds special tokens only")
     }
 
-    /// The tokens of one text, with type id and sequence id `sequence`.
+    /// Appends the tokens of one text to `out`, with sequence id
+    /// `sequence` and type id `type_id`.
+    #[allow(clippy::too_many_arguments)]
     fn encode_sequence(
         &self,
         text: &str,
         sequence: u32,
+        type_id: u32,
         allowed: &AllowedSpecial,
         matcher: Option<&AhoCorasick>,
         track: bool,
-    ) -> Result<Encoding> {
-        let mut out = Encoding::default();
+        out: &mut Encoding,
+    ) -> Result<()> {
         if !track {
+            let first = out.ids.len();
             self.sequence_ids(text, allowed, matcher, &mut out.ids)?;
-            let n = out.ids.len();
-            out.type_ids = vec![sequence; n];
-            out.attention_mask = vec![1; n];
-            out.sequence_ids = vec![Some(sequence); n];
-            out.special_tokens_mask = if self.special_ids.is_empty() {
-                vec![0; n]
+            let n = out.ids.len() - first;
+            out.type_ids.extend(std::iter::repeat_n(type_id, n));
+            out.attention_mask.extend(std::iter::repeat_n(1, n));
+            out.sequence_ids.extend(std::iter::repeat_n(Some(sequence), n));
+            if self.special_ids.is_empty() {
+                out.special_tokens_mask.extend(std::iter::repeat_n(0, n));
             } else {
-                out.ids.iter().map(|&id| self.is_special(id) as u32).collect()
-            };
-            return Ok(out);
+                let mask = out.ids[first..].iter().map(|&id| self.is_special(id) as u32);
+                out.special_tokens_mask.extend(mask);
+            }
+            return Ok(());
         }
         let chars = CharIndex::new(text);
         let mut word = 0u32;
@@ -416,19 +459,19 @@ impl Tokenizer {
                     Segment::Special(token) => {
                         let start = token.as_ptr() as usize - text.as_ptr() as usize;
                         let span = chars.span(start as u32, (start + token.len()) as u32);
-                        out.push(self.special_id(token), sequence, true, Some(sequence), Some((span, Some(word))));
+                        out.push(self.special_id(token), type_id, true, Some(sequence), Some((span, Some(word))));
                         word += 1;
                     }
                     Segment::Text(part) if !part.is_empty() => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        word = self.encode_tracked(part, offset, sequence, &chars, word, scratch, &mut out)?;
+                        let at = Place { offset, sequence, type_id, word };
+                        word = self.encode_tracked(part, at, &chars, scratch, out)?;
                     }
                     Segment::Text(_) => {}
                 }
                 Ok(())
             })
-        })?;
-        Ok(out)
+        })
     }
 
     /// Normalizes and pre-tokenizes one stretch of text between special
@@ -451,18 +494,15 @@ impl Tokenizer {
 
     /// Encodes one stretch of text between special tokens with offsets,
     /// appending to `out`; returns the next word id.
-    #[allow(clippy::too_many_arguments)]
     fn encode_tracked(
         &self,
         part: &str,
-        offset: usize,
-        sequence: u32,
+        at: Place,
         chars: &CharIndex,
-        word: u32,
         scratch: &mut Scratch,
         out: &mut Encoding,
     ) -> Result<u32> {
-        self.pieces(part, offset, true, scratch)?;
+        self.pieces(part, at.offset, true, scratch)?;
         let Scratch { text, pieces, ids, ends } = scratch;
         ids.clear();
         ends.clear();
@@ -478,11 +518,22 @@ impl Tokenizer {
             }
             let token_start = start.unwrap_or(pieces[piece].start);
             let (s, e) = text.original_span(token_start..end);
-            out.push(id, sequence, false, Some(sequence), Some((chars.span(s, e), Some(word + piece as u32))));
+            let word = Some(at.word + piece as u32);
+            out.push(id, at.type_id, false, Some(at.sequence), Some((chars.span(s, e), word)));
             start = Some(end);
         }
-        Ok(word + pieces.len() as u32)
+        Ok(at.word + pieces.len() as u32)
     }
+}
+
+/// Where a stretch of text goes: its byte offset in its sequence, the
+/// sequence and type ids of its tokens, the word id of its first piece.
+#[derive(Clone, Copy)]
+struct Place {
+    offset: usize,
+    sequence: u32,
+    type_id: u32,
+    word: u32,
 }
 
 /// Byte offsets of a text to character offsets. A byte inside a character
