@@ -225,11 +225,19 @@ impl Pipeline {
         let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
             .map_err(to_py)?;
         let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
-        let matrix = |part: fn(&RustEncoding) -> std::borrow::Cow<'_, [u32]>, pad: u32| {
+        // Row by row: the padding before the tokens (left padding), the
+        // tokens, then padding to the width; no padded list is made.
+        let matrix = |part: fn(&RustEncoding) -> &[u32], pad: &dyn Fn(&RustEncoding) -> u32| {
             PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
                 for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
                     let values = part(e);
-                    for (word, value) in row.chunks_exact_mut(4).zip(values.iter().copied().chain(std::iter::repeat(pad))) {
+                    let fill = pad(e).to_ne_bytes();
+                    let (before, rest) = row.split_at_mut(e.first_token() * 4);
+                    let (tokens, after) = rest.split_at_mut(values.len() * 4);
+                    for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
+                        word.copy_from_slice(&fill);
+                    }
+                    for (word, value) in tokens.chunks_exact_mut(4).zip(values) {
                         word.copy_from_slice(&value.to_ne_bytes());
                     }
                 }
@@ -238,9 +246,9 @@ impl Pipeline {
         };
         let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
         Ok((
-            matrix(RustEncoding::padded_ids, pad_id)?,
-            matrix(RustEncoding::padded_attention_mask, 0)?,
-            matrix(RustEncoding::padded_type_ids, 0)?,
+            matrix(|e| &e.ids, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
+            matrix(|e| &e.attention_mask, &|_| 0)?,
+            matrix(|e| &e.type_ids, &|e| e.pad.type_id)?,
             PyBytes::new(py, &lengths),
             width,
         ))
