@@ -1066,8 +1066,6 @@ fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> PyResult<Vec<(Vec<Str
     })
 }
 
-/// The model of a polytok JSON file's text, or `None` (see
-/// `model_file::model_of`).
 /// `text` under the normalizer `spec_json` (`{"type": ..., ...}`), and for
 /// each character of the result the `(start, end)` character offsets in
 /// `text` that it stands for (empty for an inserted character).
@@ -1077,6 +1075,8 @@ fn normalize(py: Python<'_>, spec_json: &str, text: &str) -> PyResult<(String, V
     guarded(py, true, || normalizer.normalize_with_char_offsets(text))?.map_err(to_py)
 }
 
+/// The model of a polytok JSON file's text, or `None` (see
+/// `model_file::model_of`).
 #[pyfunction]
 fn file_model(json: &str) -> Option<String> {
     crate::model_file::model_of(json)

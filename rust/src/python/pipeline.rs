@@ -204,9 +204,10 @@ impl Pipeline {
     }
 
     /// A batch as arrays for NumPy: `(ids, attention_mask, type_ids,
-    /// lengths)`, each native-endian `u32` bytes, the first three
-    /// `len(inputs) x width` row-major with padding (`pad_id`, 0, 0) where
-    /// the pipeline does not pad, `lengths` the tokens of each row.
+    /// lengths, width)`, the first four native-endian `u32` bytes, the
+    /// first three `len(inputs) x width` row-major with padding (`pad_id`,
+    /// 0, 0) where the pipeline does not pad, `lengths` the tokens of each
+    /// row.
     #[pyo3(signature = (inputs, pad_id, add_special_tokens = true, allowed_special = None))]
     fn encode_batch_arrays<'py>(
         &self,

@@ -1,0 +1,396 @@
+"""Type stubs for ``polytok._core``, the compiled PyO3 module (rust/src/python.rs
+and rust/src/python/pipeline.rs).
+
+Argument names, defaults and positional/keyword-ness follow the
+``#[pyo3(signature = ...)]`` attributes; ``tests/test_stubs.py`` runs
+``mypy.stubtest`` against the built module to keep the two in step.
+
+Argument types follow PyO3's conversions: a Rust ``Vec<T>`` accepts any
+sequence but ``str`` (hence ``Sequence``), ``&Bound<PyList>`` accepts only
+a ``list``, ``&str`` only a ``str`` and ``&[u8]`` only ``bytes``.
+"""
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
+
+__all__ = [
+    "PieceCounter",
+    "Bpe",
+    "WordPiece",
+    "Unigram",
+    "pre_tokenize",
+    "Pipeline",
+    "Encoding",
+    "DecodeStream",
+    "decode_tokens",
+    "decoder_stream_lookahead",
+    "pretokenize",
+    "pattern_regex",
+    "file_model",
+    "normalize",
+    "scripts",
+    "word_counts",
+    "PolytokError",
+    "CorpusError",
+    "TokenizerFileError",
+]
+
+#: ``(stage, done, total)``, called from the Rust core during long work; an
+#: exception it raises stops the work and is re-raised.
+_Progress = Callable[[str, int, int], object]
+#: Which special tokens to recognize in text: none, ``"all"``, or these.
+_AllowedSpecial = Literal["all"] | Iterable[str] | None
+#: A ``Pipeline`` batch's inputs: texts, or pairs of texts.
+_Inputs = list[str] | list[tuple[str, str]] | list[str | tuple[str, str]]
+
+class PolytokError(ValueError):
+    """Base class of polytok's errors."""
+
+class CorpusError(PolytokError):
+    """The training corpus cannot be used."""
+
+class TokenizerFileError(PolytokError):
+    """A tokenizer file is damaged or not understood."""
+
+@final
+class PieceCounter:
+    """Counts the pieces of a corpus (files or batches of strings), for training."""
+
+    def __new__(cls, pattern: str, special_tokens: Sequence[str] = ...) -> PieceCounter: ...
+    @staticmethod
+    def bert(
+        clean_text: bool,
+        handle_chinese_chars: bool,
+        strip_accents: bool,
+        lowercase: bool,
+        special_tokens: Sequence[str],
+    ) -> PieceCounter:
+        """A counter of BERT words (normalized, cut at white space and punctuation), for WordPiece."""
+    @staticmethod
+    def sentencepiece(
+        remove_extra_whitespaces: bool, add_dummy_prefix: bool, special_tokens: Sequence[str]
+    ) -> PieceCounter:
+        """A counter of SentencePiece words (spaces handled as SentencePiece does, line by line; a word starts at each ``▁``), for Unigram."""
+    def add_texts(self, texts: list[str]) -> None:
+        """Counts a batch of texts on all cores (each text on its own: pieces never span two texts)."""
+    def add_files(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        total_bytes: int,
+        errors: str = "strict",
+        progress: _Progress | None = None,
+    ) -> None:
+        """Counts files (UTF-8; ``errors="replace"`` replaces bad bytes, ``"strict"`` refuses them)."""
+    @property
+    def distinct_pieces(self) -> int:
+        """Distinct pieces counted so far."""
+    @property
+    def text_bytes(self) -> int:
+        """Bytes of text counted so far."""
+
+@final
+class Bpe:
+    """A byte-level BPE model (the Rust side of ``polytok.BPETokenizer``)."""
+
+    @staticmethod
+    def train(
+        counter: PieceCounter,
+        vocab_size: int,
+        min_frequency: int = 2,
+        max_token_bytes: int | None = None,
+        progress: _Progress | None = None,
+    ) -> Bpe:
+        """Learns a model from a counter's pieces (which it empties), with the counter's pattern and special tokens."""
+    @staticmethod
+    def from_json(json: str, source: str) -> tuple[Bpe, str | None, str | None]:
+        """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""
+    def to_json(self, training: str | None = None, pipeline: str | None = None) -> str:
+        """polytok JSON; ``training`` and ``pipeline`` are JSON objects recorded in the file."""
+    @staticmethod
+    def from_tiktoken(text: str, source: str, pattern: str, special_tokens: Sequence[tuple[str, int]]) -> Bpe:
+        """A model from a tiktoken rank file's text, its pattern and its special tokens."""
+    def clear_cache(self) -> None:
+        """Forgets the pieces cached by encoding (on every thread)."""
+    def to_tiktoken(self) -> str:
+        """The tiktoken rank file's text."""
+    def encode(self, text: str, allowed_special: _AllowedSpecial = None) -> list[int]:
+        """The ids of ``text``."""
+    def encode_batch(self, texts: list[str], allowed_special: _AllowedSpecial = None) -> list[list[int]]:
+        """The ids of each text, on all cores."""
+    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
+        """Ids of every text, special-token text as ordinary text, as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """The bytes of ``ids``."""
+    def token_bytes(self, id: int) -> bytes:
+        """The bytes of token ``id``."""
+    def token_id(self, token: bytes) -> int | None:
+        """The id of the token with these bytes, or ``None``."""
+    @property
+    def vocab_size(self) -> int:
+        """Ordinary tokens plus special tokens, i.e. one past the largest id."""
+    @property
+    def n_ordinary(self) -> int:
+        """Ordinary (non-special) tokens: ids ``0..n_ordinary``."""
+    @property
+    def pattern(self) -> str:
+        """The pre-tokenization pattern, as given (preset name, regex or "none")."""
+    @property
+    def special_tokens(self) -> list[tuple[str, int]]:
+        """The special tokens' texts and ids."""
+    @property
+    def merges(self) -> list[tuple[int, int]] | None:
+        """The pair that made each merged token, when the model was trained here; else ``None``."""
+
+@final
+class WordPiece:
+    """A WordPiece model (the Rust side of ``polytok.WordPieceTokenizer``)."""
+
+    @staticmethod
+    def train(
+        counter: PieceCounter,
+        vocab_size: int,
+        min_frequency: int,
+        limit_alphabet: int | None,
+        unk_token: str,
+        continuing_subword_prefix: str,
+        max_input_chars_per_word: int,
+        progress: _Progress | None,
+    ) -> WordPiece:
+        """Learns a model from a BERT counter's words (which it empties), with the counter's normalization and special tokens."""
+    @staticmethod
+    def from_vocab_txt(
+        text: str,
+        source: str,
+        unk_token: str,
+        continuing_subword_prefix: str,
+        max_input_chars_per_word: int,
+        clean_text: bool,
+        handle_chinese_chars: bool,
+        strip_accents: bool,
+        lowercase: bool,
+        special_tokens: Sequence[str],
+    ) -> WordPiece:
+        """A model from a ``vocab.txt``'s text and the settings."""
+    @staticmethod
+    def from_json(json: str, source: str) -> tuple[WordPiece, str | None, str | None]:
+        """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""
+    def to_json(self, training: str | None = None, pipeline: str | None = None) -> str:
+        """polytok JSON; ``training`` and ``pipeline`` are JSON objects recorded in the file."""
+    def to_vocab_txt(self) -> str:
+        """The ``vocab.txt`` text: one token a line, in id order."""
+    def encode(self, text: str, allowed_special: _AllowedSpecial = None) -> list[int]:
+        """The ids of ``text``."""
+    def encode_batch(self, texts: list[str], allowed_special: _AllowedSpecial = None) -> list[list[int]]:
+        """The ids of each text, on all cores."""
+    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
+        """Ids of every text, special-token text as ordinary text, as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
+    def decode(self, ids: Sequence[int], cleanup: bool = True) -> str:
+        """The text of ``ids``."""
+    def token(self, id: int) -> str:
+        """The text of token ``id``."""
+    def token_id(self, token: str) -> int | None:
+        """The id of a token, or ``None``."""
+    @property
+    def unk_id(self) -> int:
+        """The unknown token's id."""
+    @property
+    def vocab_size(self) -> int:
+        """Tokens in the vocabulary."""
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings, as keyword arguments of ``from_vocab_txt``."""
+
+@final
+class Unigram:
+    """A Unigram model (the Rust side of ``polytok.UnigramTokenizer``)."""
+
+    @staticmethod
+    def train(
+        counter: PieceCounter,
+        vocab_size: int,
+        character_coverage: float,
+        byte_fallback: bool,
+        unk_token: str,
+        special_tokens: Sequence[str],
+        max_piece_length: int,
+        split_by_script: bool,
+        split_digits: bool,
+        seed_size: int,
+        shrinking_factor: float,
+        sub_iterations: int,
+        progress: _Progress | None,
+    ) -> Unigram:
+        """Learns a model from a SentencePiece counter's words (which it empties), with the counter's whitespace handling."""
+    @staticmethod
+    def from_sentencepiece(data: bytes, source: str) -> Unigram:
+        """A model from a SentencePiece ``.model`` file's bytes."""
+    @staticmethod
+    def from_json(json: str, source: str) -> tuple[Unigram, str | None, str | None]:
+        """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""
+    def to_json(self, training: str | None = None, pipeline: str | None = None) -> str:
+        """polytok JSON; ``training`` and ``pipeline`` are JSON objects recorded in the file."""
+    def to_sentencepiece(self) -> bytes:
+        """A SentencePiece ``.model`` file's bytes."""
+    def score(self, id: int) -> float:
+        """The score (log probability) of piece ``id``."""
+    def piece_id(self, piece: str) -> int | None:
+        """The id of a piece, or ``None``."""
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text`` (the best segmentation)."""
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text, on all cores."""
+    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
+        """Ids of every text as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``."""
+    def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
+        """The ``k`` best segmentations with their scores, best first."""
+    def sample(self, text: str, alpha: float, seed: int) -> list[int]:
+        """One segmentation drawn with probability proportional to exp(alpha × score)."""
+    def piece(self, id: int) -> str:
+        """The text of piece ``id``."""
+    @property
+    def vocab_size(self) -> int:
+        """Pieces in the model."""
+    @property
+    def byte_fallback(self) -> bool:
+        """Whether characters outside the pieces are encoded as byte pieces."""
+    @property
+    def whitespace(self) -> dict[str, bool]:
+        """SentencePiece's whitespace settings: ``remove_extra_whitespaces``, ``add_dummy_prefix``, ``escape_whitespaces``, ``treat_whitespace_as_suffix``."""
+    @property
+    def unk_id(self) -> int | None:
+        """The unknown piece's id; ``None`` for a model without one (byte fallback covers every text)."""
+
+@final
+class Pipeline:
+    """A model with its normalizer, pre-tokenizer, special tokens, post-processor, truncation and padding."""
+
+    def __new__(cls, model: Bpe | WordPiece | Unigram, spec: str, fused: bool = False) -> Pipeline: ...
+    def encode(
+        self,
+        text: str,
+        pair: str | None = None,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+        offsets: bool = False,
+    ) -> Encoding:
+        """The encoding of ``text`` (and ``pair``); offsets computed at once with ``offsets``, else on first use."""
+    def encode_batch(
+        self,
+        inputs: _Inputs,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+        offsets: bool = False,
+    ) -> list[Encoding]:
+        """The encoding of each input (a text or a pair of texts), on all cores."""
+    def encode_batch_arrays(
+        self,
+        inputs: _Inputs,
+        pad_id: int,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> tuple[bytes, bytes, bytes, bytes, int]:
+        """A batch as arrays for NumPy: ``(ids, attention_mask, type_ids, lengths, width)``, the first four native-endian ``u32`` bytes, the first three ``len(inputs) x width`` row-major."""
+    def id_to_token(self, id: int) -> str:
+        """A token's text (bytes that are not UTF-8 shown as ``<0xNN>``)."""
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str:
+        """The text of ``ids`` (see ``Tokenizer::decode``)."""
+    def is_special(self, id: int) -> bool:
+        """Whether ``id`` is a special token of the pipeline or its template."""
+
+@final
+class Encoding:
+    """One encoded input (see ``polytok.Encoding``)."""
+
+    # Defines __eq__ and no __hash__: unhashable.
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    @property
+    def ids(self) -> list[int]:
+        """The token ids."""
+    @property
+    def type_ids(self) -> list[int]:
+        """Each token's type id (segment: 0 for the first text, 1 for the pair)."""
+    @property
+    def attention_mask(self) -> list[int]:
+        """0 for padding, else 1."""
+    @property
+    def special_tokens_mask(self) -> list[int]:
+        """1 for special tokens (added by the template, or special-token text), else 0."""
+    @property
+    def sequence_ids(self) -> list[int | None]:
+        """Which input each token comes from (0 or 1), ``None`` for added tokens."""
+    @property
+    def offsets(self) -> list[tuple[int, int]]:
+        """Character ``(start, end)`` of each token in its own text."""
+    @property
+    def word_ids(self) -> list[int | None]:
+        """The pre-tokenized piece (word) each token belongs to, within its sequence; ``None`` for added tokens."""
+    @property
+    def tokens(self) -> list[str]:
+        """Each token's text, as the model has it."""
+    @property
+    def overflowing(self) -> list[Encoding]:
+        """The windows cut off by truncation, each a full encoding."""
+    def char_to_token(self, char: int, sequence_index: int = 0) -> int | None:
+        """The index of the token holding character ``char`` of input ``sequence_index``, or ``None``."""
+    def token_to_chars(self, index: int) -> tuple[int, int] | None:
+        """The character span of token ``index`` in its input, or ``None`` for added tokens."""
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> int:
+        """An id, or a list of ids for a slice."""
+    @overload
+    def __getitem__(self, index: slice, /) -> list[int]: ...
+    def __iter__(self) -> Iterator[int]:
+        """Its ids, one after another."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal to another encoding or a sequence of ids with the same ids."""
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Encoding], tuple[dict[str, Any]]]:
+        """Pickles with everything (offsets and tokens computed first); the copy does not need the tokenizer."""
+    @staticmethod
+    def _restore(state: dict[str, Any]) -> Encoding:
+        """An encoding from ``__reduce__``'s state (for unpickling)."""
+
+@final
+class DecodeStream:
+    """``decoders::DecodeStream``, with a Python callable (a list of ids to its text) as the tokenizer's decode."""
+
+    def __new__(cls, lookahead: int = 0) -> DecodeStream: ...
+    @property
+    def lookahead(self) -> int:
+        """How many tokens the stream waits for before it returns text."""
+    def step(self, id: int, decode: Callable[[list[int]], str]) -> str | None:
+        """The text that ``id`` completes, if any."""
+    def flush(self, decode: Callable[[list[int]], str]) -> str:
+        """The rest of the text; the stream starts afresh."""
+
+def pretokenize(text: str, pattern: str) -> list[str]:
+    """The pieces of ``text`` under a pattern (preset name, regex or "none")."""
+
+def pattern_regex(pattern: str) -> str | None:
+    """The regular expression of a preset (tiktoken's), or ``None`` for "none"; a user regex is returned as given."""
+
+def scripts(texts: Sequence[str]) -> list[str]:
+    """The ISO 15924 code of the dominant script of each text (see ``text_stats.rs``)."""
+
+def word_counts(texts: Sequence[Sequence[str]]) -> list[tuple[list[str], list[int]]]:
+    """For each list of texts, its distinct words and their counts, in first-seen order; the lists on all cores."""
+
+def normalize(spec_json: str, text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` under the normalizer ``spec_json``, and for each character of the result the ``(start, end)`` character offsets in ``text`` that it stands for."""
+
+def file_model(json: str) -> str | None:
+    """The model of a polytok JSON file's text, or ``None`` (see ``model_file::model_of``)."""
+
+def decode_tokens(spec_json: str, tokens: Sequence[bytes]) -> str:
+    """The text of ``tokens`` (each token's bytes) through the decoder that ``spec_json`` describes."""
+
+def decoder_stream_lookahead(spec_json: str) -> int:
+    """How many tokens a decode stream waits for with the decoder ``spec_json``."""
+
+def pre_tokenize(spec: str, text: str) -> list[tuple[str, tuple[int, int]]]:
+    """The pieces of ``text`` under the pre-tokenizer ``spec`` (JSON), each with its character span in ``text``."""
