@@ -151,17 +151,3 @@ def test_wrong_use_is_caught(tmp_path: Path) -> None:
     assert result.returncode == 1, output
     for line in (6, 7, 8, 9):
         assert f"wrong.py:{line}: error:" in output, output
-
-
-@pytest.mark.xfail(
-    reason="python/polytok does not type-check yet: e.g. Tokenizer._core is the union of the three "
-    "models, so the presets' model-specific calls are union-attr errors (see the h-stubs report)",
-    strict=False,
-)
-def test_package_type_checks(tmp_path: Path) -> None:
-    result = _run(
-        ["-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", str(tmp_path / "cache"),
-         "--ignore-missing-imports", "-p", "polytok"],
-        tmp_path,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr

@@ -285,6 +285,21 @@ class Pipeline:
         offsets: bool = False,
     ) -> list[Encoding]:
         """The encoding of each input (a text or a pair of texts), on all cores."""
+    def encode_ids(
+        self,
+        text: str,
+        pair: str | None = None,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> list[int]:
+        """The ids of ``text`` (and ``pair``) alone, as a list."""
+    def encode_batch_ids(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> list[list[int]]:
+        """The ids of many texts, as lists, encoded on all cores."""
     def encode_batch_arrays(
         self,
         inputs: _Inputs,
@@ -297,7 +312,7 @@ class Pipeline:
         """A token's text (bytes that are not UTF-8 shown as ``<0xNN>``)."""
     def token_to_id(self, token: str) -> int | None:
         """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str:
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (see ``Tokenizer::decode``)."""
     def is_special(self, id: int) -> bool:
         """Whether ``id`` is a special token of the pipeline or its template."""

@@ -267,6 +267,7 @@ impl Pipeline {
     }
 
     /// The text of `ids` (see `Tokenizer::decode`).
+    #[pyo3(signature = (ids, skip_special_tokens = false))]
     fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> PyResult<String> {
         guarded(py, ids.len() > 1 << 14, || self.tokenizer.decode(&ids, skip_special_tokens))?.map_err(to_py)
     }
