@@ -217,3 +217,86 @@ def test_offsets_path_gives_the_fused_ids(preset, cl100k, bert_vocab, flores, tm
         assert len(b.offsets) == len(b.ids) and all(0 <= s <= e <= len(text) for s, e in b.offsets), text
     # Lazily computed offsets agree with those computed at once.
     assert [e.offsets for e in fused] == [e.offsets for e in tracked]
+
+
+def composed(model) -> polytok.Tokenizer:
+    from polytok import decoders, normalizers
+
+    tok = polytok.Tokenizer(
+        model,
+        normalizer=normalizers.Sequence(normalizers=[normalizers.NFKC(), normalizers.Lowercase()]),
+        pre_tokenizer=pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]),
+        post_processor=processors.TemplateProcessing(
+            "[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 101), ("[SEP]", 102)]
+        ),
+        decoder=decoders.WordPiece(),
+        special_tokens={"[MASK]": 103},
+    )
+    tok.enable_truncation(16, stride=2)
+    tok.enable_padding(pad_to_multiple_of=8)
+    return tok
+
+
+def test_a_composed_tokenizer_saves_loads_and_pickles(bert_vocab, tmp_path):
+    import pickle
+
+    tok = composed(polytok.WordPieceTokenizer.from_vocab(bert_vocab).model)
+    text, pair = "Ｈｅｌｌｏ, WORLD! [MASK] a rather longer text that overflows", "and a second one"
+    tok.save(tmp_path / "composed.json")
+    for again in (polytok.load(tmp_path / "composed.json"), pickle.loads(pickle.dumps(tok))):
+        assert type(again) is polytok.Tokenizer
+        assert again.pipeline_dict() == tok.pipeline_dict()
+        for args in ((text,), (text, pair)):
+            mine, theirs = tok.encode(*args, allowed_special="all"), again.encode(*args, allowed_special="all")
+            assert mine == theirs and mine.offsets == theirs.offsets and len(mine.overflowing) == len(theirs.overflowing)
+    encoding = tok.encode(text, allowed_special="all")
+    assert len(encoding) % 8 == 0 and encoding.ids[:2] == [101, 7592]
+    copy = pickle.loads(pickle.dumps(encoding))
+    assert copy == encoding and copy.offsets == encoding.offsets and copy.tokens == encoding.tokens
+    assert copy.attention_mask == encoding.attention_mask and len(copy.overflowing) == len(encoding.overflowing)
+    with pytest.raises(polytok.TokenizerFileError, match="composed Tokenizer"):
+        polytok.WordPieceTokenizer.load(tmp_path / "composed.json")
+    # A preset with truncation and padding keeps them through a file.
+    bert = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    bert.enable_truncation(8)
+    bert.save(tmp_path / "bert.json")
+    loaded = polytok.WordPieceTokenizer.load(tmp_path / "bert.json")
+    assert loaded.truncation == bert.truncation and len(loaded.encode(text)) == 8
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda p: p["normalizer"]["normalizers"].append({"type": "Precompiled"}), "unknown normalizer type 'Precompiled'"),
+        (lambda p: p.update(pre_tokenizer={"type": "ByteLevel"}), "unknown pre_tokenizer type 'ByteLevel'"),
+        (lambda p: p.update(post_processor={"type": "TemplateProcessing", "single": "$A", "extra": 1}), "unknown setting"),
+        (lambda p: p.update(colour="blue"), "unknown pipeline part"),
+        (lambda p: p["normalizer"]["normalizers"].append({"type": "Replace", "pattern": {"Regex": "("}, "content": ""}), "Replace"),
+    ],
+    ids=["normalizer", "pre_tokenizer", "setting", "part", "regex"],
+)
+def test_a_file_with_an_unknown_component_is_refused_naming_it(bert_vocab, tmp_path, edit, message):
+    import json
+
+    tok = composed(polytok.WordPieceTokenizer.from_vocab(bert_vocab).model)
+    tok.save(tmp_path / "t.json")
+    data = json.loads((tmp_path / "t.json").read_text())
+    edit(data["pipeline"])
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    with pytest.raises(polytok.TokenizerFileError, match=message):
+        polytok.load(tmp_path / "t.json")
+
+
+def test_embedding_takes_encodings_and_numpy_batches(bert_vocab):
+    from polytok import embedding
+
+    bert = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    bert.enable_padding()
+    texts = ["a short one", "a somewhat longer sentence than that"]
+    table = embedding.TokenEmbedding(bert, 8, seed=0)
+    from_arrays, mask_arrays = table.embed(bert.encode_batch_numpy(texts))
+    from_encodings, mask_encodings = table.embed(bert.encode_batch(texts))
+    from_lists, _ = table.embed([bert.encode_ids(t) for t in texts])
+    assert (from_arrays == from_encodings).all() and (mask_arrays == mask_encodings).all()
+    assert mask_arrays.sum(axis=1).tolist() == [len(bert.encode_ids(t)) for t in texts]
+    assert (from_lists[0, : mask_arrays[0].sum()] == from_arrays[0, : mask_arrays[0].sum()]).all()

@@ -306,9 +306,10 @@ class TokenEmbedding:
         return vectors
 
     def embed(self, ids: IdBatch, *, positions: AdditivePositions | None = None, pad_id: int = 0) -> Embedded:
-        """Token vectors for what a polytok tokenizer's ``encode`` (one list)
-        or ``encode_batch`` (lists of any lengths) returns, or a 1-D/2-D id
-        array: sequences are padded at the end to the longest (with
+        """Token vectors for what a polytok tokenizer's ``encode`` (one
+        Encoding), ``encode_batch`` (Encodings, or lists of any lengths) or
+        ``encode_batch_numpy`` (padded arrays, taken as they are) returns, or
+        a 1-D/2-D id array: sequences are padded at the end to the longest (with
         ``pad_id``, which is never looked up) and the vectors of
         ``positions`` (sinusoidal or learned) are added. Returns float32
         vectors (batch, sequence, d_model), zero where padded, and the
