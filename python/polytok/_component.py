@@ -84,3 +84,52 @@ class Component:
     def __repr__(self) -> str:
         args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({args})"
+
+
+# Checks of the settings components take, shared by every family: a
+# ``TypeError``/``ValueError`` that names the component and the setting.
+
+
+def check_bool(owner: str, name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: {name} must be a bool (True or False), not {value!r}")
+    return value
+
+
+def check_str(owner: str, name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def check_char(owner: str, name: str, value: object) -> str:
+    text = check_str(owner, name, value)
+    if len(text) != 1:
+        raise ValueError(f"{owner}: {name} must be one character, not {value!r}")
+    return text
+
+
+def check_count(owner: str, name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{owner}: {name} must be a whole number, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{owner}: {name} must be at least 0, not {value}")
+    return value
+
+
+def check_steps(owner: str, name: str, steps: object, family: type[Component]) -> list:
+    """The steps of a ``Sequence``: a list (or tuple) of ``family``'s."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
+        raise TypeError(f"{owner}: {name} must be a list, not {type(steps).__name__}")
+    for i, step in enumerate(steps):
+        if not isinstance(step, family):
+            raise TypeError(f"{owner}: {name}[{i}] must be a {family.__name__}, not {type(step).__name__}")
+    return list(steps)
+
+
+def build_steps(owner: str, name: str, settings: dict[str, Any], kind: str) -> list[Component]:
+    """The saved steps of a ``Sequence`` (``settings[name]``), rebuilt."""
+    steps = settings.get(name)
+    if not isinstance(steps, list):
+        raise ValueError(f"{owner}: {name} must be a list, not {steps!r}")
+    return [Component.build(kind, step) for step in steps]

@@ -17,36 +17,9 @@ from collections.abc import Sequence as Seq
 from typing import Any, ClassVar, Literal, Protocol
 
 from polytok import _core
-from polytok._component import Component
+from polytok._component import Component, build_steps, check_bool, check_char, check_count, check_steps, check_str
 
 PrependScheme = Literal["always", "first", "never"]
-
-
-def _check_bool(owner: str, name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be True or False, not {value!r}")
-    return value
-
-
-def _check_str(owner: str, name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{owner}: {name} must be a string, not {value!r}")
-    return value
-
-
-def _check_char(owner: str, name: str, value: object) -> str:
-    _check_str(owner, name, value)
-    if len(value) != 1:  # type: ignore[arg-type]
-        raise ValueError(f"{owner}: {name} must be one character, not {value!r}")
-    return value  # type: ignore[return-value]
-
-
-def _check_count(owner: str, name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be a whole number, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{owner}: {name} must be at least 0, not {value}")
-    return value
 
 
 class Decoder(Component):
@@ -93,9 +66,9 @@ class ByteLevel(Decoder):
     _fields = ("add_prefix_space", "trim_offsets", "use_regex")
 
     def __init__(self, *, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
-        self.add_prefix_space = _check_bool("ByteLevel", "add_prefix_space", add_prefix_space)
-        self.trim_offsets = _check_bool("ByteLevel", "trim_offsets", trim_offsets)
-        self.use_regex = _check_bool("ByteLevel", "use_regex", use_regex)
+        self.add_prefix_space = check_bool("ByteLevel", "add_prefix_space", add_prefix_space)
+        self.trim_offsets = check_bool("ByteLevel", "trim_offsets", trim_offsets)
+        self.use_regex = check_bool("ByteLevel", "use_regex", use_regex)
 
 
 class WordPiece(Decoder):
@@ -110,8 +83,8 @@ class WordPiece(Decoder):
     _fields = ("prefix", "cleanup")
 
     def __init__(self, *, prefix: str = "##", cleanup: bool = True) -> None:
-        self.prefix = _check_str("WordPiece", "prefix", prefix)
-        self.cleanup = _check_bool("WordPiece", "cleanup", cleanup)
+        self.prefix = check_str("WordPiece", "prefix", prefix)
+        self.cleanup = check_bool("WordPiece", "cleanup", cleanup)
 
 
 class Metaspace(Decoder):
@@ -123,14 +96,14 @@ class Metaspace(Decoder):
     _fields = ("replacement", "prepend_scheme", "split")
 
     def __init__(self, *, replacement: str = "▁", prepend_scheme: PrependScheme = "always", split: bool = True) -> None:
-        self.replacement = _check_char("Metaspace", "replacement", replacement)
-        _check_str("Metaspace", "prepend_scheme", prepend_scheme)
+        self.replacement = check_char("Metaspace", "replacement", replacement)
+        check_str("Metaspace", "prepend_scheme", prepend_scheme)
         if prepend_scheme not in ("always", "first", "never"):
             raise ValueError(
                 f"Metaspace: prepend_scheme must be 'always', 'first' or 'never', not {prepend_scheme!r}"
             )
         self.prepend_scheme = prepend_scheme
-        self.split = _check_bool("Metaspace", "split", split)
+        self.split = check_bool("Metaspace", "split", split)
 
 
 class ByteFallback(Decoder):
@@ -157,9 +130,9 @@ class Strip(Decoder):
     _fields = ("content", "start", "stop")
 
     def __init__(self, *, content: str = " ", start: int = 0, stop: int = 0) -> None:
-        self.content = _check_char("Strip", "content", content)
-        self.start = _check_count("Strip", "start", start)
-        self.stop = _check_count("Strip", "stop", stop)
+        self.content = check_char("Strip", "content", content)
+        self.start = check_count("Strip", "start", start)
+        self.stop = check_count("Strip", "stop", stop)
 
 
 class Replace(Decoder):
@@ -183,7 +156,7 @@ class Replace(Decoder):
         ):
             raise TypeError(f"Replace: pattern must be a string or {{'Regex': str}}, not {pattern!r}")
         self.pattern = dict(pattern)
-        self.content = _check_str("Replace", "content", content)
+        self.content = check_str("Replace", "content", content)
         _core.decoder_stream_lookahead(self.to_json())  # a regex that does not compile: ValueError
 
 
@@ -193,19 +166,11 @@ class Sequence(Decoder):
     _fields = ("decoders",)
 
     def __init__(self, *, decoders: Seq[Decoder]) -> None:
-        if isinstance(decoders, (str, bytes)) or not isinstance(decoders, Seq):
-            raise TypeError(f"Sequence: decoders must be a list of decoders, not {decoders!r}")
-        for i, d in enumerate(decoders):
-            if not isinstance(d, Decoder):
-                raise TypeError(f"Sequence: decoders[{i}] must be a decoder, not {d!r}")
-        self.decoders = list(decoders)
+        self.decoders = check_steps("Sequence", "decoders", decoders, Decoder)
 
     @classmethod
     def _from_settings(cls, settings: dict[str, Any]) -> Decoder:
-        decoders = settings.get("decoders")
-        if not isinstance(decoders, list):
-            raise ValueError(f"decoder 'Sequence': decoders must be a list, not {decoders!r}")
-        return cls(decoders=[Decoder.from_dict(d) for d in decoders])  # type: ignore[misc]
+        return cls(decoders=build_steps("Sequence", "decoders", settings, "decoder"))
 
 
 class _Decodes(Protocol):
@@ -247,10 +212,10 @@ class DecodeStream:
         if not callable(getattr(tokenizer, "decode", None)):
             raise TypeError(f"tokenizer must have a decode(ids) method, not {tokenizer!r}")
         if skip_special_tokens is not None:
-            _check_bool("DecodeStream", "skip_special_tokens", skip_special_tokens)
+            check_bool("DecodeStream", "skip_special_tokens", skip_special_tokens)
         if lookahead is None:
             lookahead = _default_lookahead(tokenizer)
-        _check_count("DecodeStream", "lookahead", lookahead)
+        check_count("DecodeStream", "lookahead", lookahead)
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
         self._core = _core.DecodeStream(lookahead)

@@ -44,7 +44,7 @@ import json
 from typing import Any
 
 from polytok import _core
-from polytok._component import Component
+from polytok._component import Component, build_steps, check_bool, check_steps, check_str
 
 __all__ = [
     "BertNormalizer",
@@ -66,18 +66,6 @@ __all__ = [
 ]
 
 
-def _check_bool(owner: str, name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be a bool, not {type(value).__name__}")
-    return value
-
-
-def _check_str(owner: str, name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{owner}: {name} must be a str, not {type(value).__name__}")
-    return value
-
-
 class Normalizer(Component):
     """A normalization step (the base class; see the module's list)."""
 
@@ -90,7 +78,7 @@ class Normalizer(Component):
     def normalize(self, text: str) -> tuple[str, list[tuple[int, int]]]:
         """``text`` normalized, and for each of its characters the
         ``(start, end)`` offsets in ``text`` of what it stands for."""
-        _check_str(type(self).__name__, "text", text)
+        check_str(type(self).__name__, "text", text)
         return _core.normalize(json.dumps(self.to_dict()), text)
 
 
@@ -135,8 +123,8 @@ class Strip(Normalizer):
     _fields = ("strip_left", "strip_right")
 
     def __init__(self, *, strip_left: bool = True, strip_right: bool = True) -> None:
-        self.strip_left = _check_bool("Strip", "strip_left", strip_left)
-        self.strip_right = _check_bool("Strip", "strip_right", strip_right)
+        self.strip_left = check_bool("Strip", "strip_left", strip_left)
+        self.strip_right = check_bool("Strip", "strip_right", strip_right)
 
 
 class Replace(Normalizer):
@@ -158,9 +146,9 @@ class Replace(Normalizer):
             or next(iter(pattern)) not in ("String", "Regex")
         ):
             raise ValueError(f'Replace: pattern must be a str, {{"String": s}} or {{"Regex": r}}, not {pattern!r}')
-        _check_str("Replace", "pattern", next(iter(pattern.values())))
+        check_str("Replace", "pattern", next(iter(pattern.values())))
         self.pattern = dict(pattern)
-        self.content = _check_str("Replace", "content", content)
+        self.content = check_str("Replace", "content", content)
         # Checked now (an invalid regular expression raises ValueError).
         _core.normalize(json.dumps(self.to_dict()), "")
 
@@ -171,7 +159,7 @@ class Prepend(Normalizer):
     _fields = ("prepend",)
 
     def __init__(self, *, prepend: str) -> None:
-        self.prepend = _check_str("Prepend", "prepend", prepend)
+        self.prepend = check_str("Prepend", "prepend", prepend)
 
 
 class BertNormalizer(Normalizer):
@@ -190,12 +178,12 @@ class BertNormalizer(Normalizer):
         strip_accents: bool | None = None,
         lowercase: bool = True,
     ) -> None:
-        self.clean_text = _check_bool("BertNormalizer", "clean_text", clean_text)
-        self.handle_chinese_chars = _check_bool("BertNormalizer", "handle_chinese_chars", handle_chinese_chars)
+        self.clean_text = check_bool("BertNormalizer", "clean_text", clean_text)
+        self.handle_chinese_chars = check_bool("BertNormalizer", "handle_chinese_chars", handle_chinese_chars)
         if strip_accents is not None:
-            _check_bool("BertNormalizer", "strip_accents", strip_accents)
+            check_bool("BertNormalizer", "strip_accents", strip_accents)
         self.strip_accents = strip_accents
-        self.lowercase = _check_bool("BertNormalizer", "lowercase", lowercase)
+        self.lowercase = check_bool("BertNormalizer", "lowercase", lowercase)
 
 
 class _Widths(Normalizer):
@@ -204,8 +192,8 @@ class _Widths(Normalizer):
 
     def __init__(self, *, ascii: bool = True, katakana: bool = True) -> None:
         name = type(self).__name__
-        self.ascii = _check_bool(name, "ascii", ascii)
-        self.katakana = _check_bool(name, "katakana", katakana)
+        self.ascii = check_bool(name, "ascii", ascii)
+        self.katakana = check_bool(name, "katakana", katakana)
 
 
 class HalfWidth(_Widths):
@@ -237,9 +225,9 @@ class Whitespace(Normalizer):
     _fields = ("strip", "collapse", "unicode_spaces")
 
     def __init__(self, *, strip: bool = True, collapse: bool = True, unicode_spaces: bool = True) -> None:
-        self.strip = _check_bool("Whitespace", "strip", strip)
-        self.collapse = _check_bool("Whitespace", "collapse", collapse)
-        self.unicode_spaces = _check_bool("Whitespace", "unicode_spaces", unicode_spaces)
+        self.strip = check_bool("Whitespace", "strip", strip)
+        self.collapse = check_bool("Whitespace", "collapse", collapse)
+        self.unicode_spaces = check_bool("Whitespace", "unicode_spaces", unicode_spaces)
 
 
 class RemoveControl(Normalizer):
@@ -251,7 +239,7 @@ class RemoveControl(Normalizer):
     _fields = ("keep_joiners",)
 
     def __init__(self, *, keep_joiners: bool = True) -> None:
-        self.keep_joiners = _check_bool("RemoveControl", "keep_joiners", keep_joiners)
+        self.keep_joiners = check_bool("RemoveControl", "keep_joiners", keep_joiners)
 
 
 class Sequence(Normalizer):
@@ -260,16 +248,8 @@ class Sequence(Normalizer):
     _fields = ("normalizers",)
 
     def __init__(self, *, normalizers: list[Normalizer]) -> None:
-        if not isinstance(normalizers, (list, tuple)):
-            raise TypeError(f"Sequence: normalizers must be a list, not {type(normalizers).__name__}")
-        for i, step in enumerate(normalizers):
-            if not isinstance(step, Normalizer):
-                raise TypeError(f"Sequence: normalizers[{i}] must be a Normalizer, not {type(step).__name__}")
-        self.normalizers = list(normalizers)
+        self.normalizers = check_steps("Sequence", "normalizers", normalizers, Normalizer)
 
     @classmethod
     def _from_settings(cls, settings: dict[str, Any]) -> Sequence:
-        steps = settings.get("normalizers")
-        if not isinstance(steps, list):
-            raise ValueError(f"Sequence: normalizers must be a list, not {steps!r}")
-        return cls(normalizers=[Normalizer.from_dict(step) for step in steps])
+        return cls(normalizers=build_steps("Sequence", "normalizers", settings, "normalizer"))

@@ -26,7 +26,7 @@ import json
 from typing import Any, Literal
 
 from polytok import _core
-from polytok._component import Component
+from polytok._component import Component, build_steps, check_bool, check_char, check_steps
 
 #: Preset patterns, split exactly as tiktoken's patterns of the same names.
 PRESETS = ("gpt2", "cl100k", "o200k")
@@ -98,7 +98,7 @@ class Digits(PreTokenizer):
     _fields = ("individual_digits",)
 
     def __init__(self, individual_digits: bool = False) -> None:
-        self.individual_digits = _flag("individual_digits", individual_digits)
+        self.individual_digits = check_bool("Digits", "individual_digits", individual_digits)
 
 
 PrependScheme = Literal["always", "first", "never"]
@@ -115,13 +115,12 @@ class Metaspace(PreTokenizer):
     _fields = ("replacement", "prepend_scheme", "split")
 
     def __init__(self, replacement: str = "\u2581", prepend_scheme: PrependScheme = "always", split: bool = True) -> None:
-        if not isinstance(replacement, str) or len(replacement) != 1:
-            raise ValueError(f"replacement must be one character, not {replacement!r}")
+        check_char("Metaspace", "replacement", replacement)
         if prepend_scheme not in ("always", "first", "never"):
             raise ValueError(f"prepend_scheme must be 'always', 'first' or 'never', not {prepend_scheme!r}")
         self.replacement = replacement
         self.prepend_scheme = prepend_scheme
-        self.split = _flag("split", split)
+        self.split = check_bool("Metaspace", "split", split)
 
 
 class Sequence(PreTokenizer):
@@ -130,16 +129,8 @@ class Sequence(PreTokenizer):
     _fields = ("pretokenizers",)
 
     def __init__(self, pretokenizers: list[PreTokenizer]) -> None:
-        if not all(isinstance(p, PreTokenizer) for p in pretokenizers):
-            raise TypeError("a Sequence holds pre-tokenizers only")
-        self.pretokenizers = list(pretokenizers)
+        self.pretokenizers = check_steps("Sequence", "pretokenizers", pretokenizers, PreTokenizer)
 
     @classmethod
     def _from_settings(cls, settings: dict[str, Any]) -> Sequence:
-        return cls([PreTokenizer.from_dict(p) for p in settings["pretokenizers"]])
-
-
-def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
-    return value
+        return cls(build_steps("Sequence", "pretokenizers", settings, "pre_tokenizer"))
