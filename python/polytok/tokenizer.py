@@ -254,15 +254,17 @@ class Tokenizer:
         ids and tokens are computed when first read. Lone surrogates (not
         encodable as UTF-8) are encoded as U+FFFD, as tiktoken does.
         """
-        # (A loop of short texts spends much of its time here: no more
-        # Python than needed.)
+        # (A loop of short texts spends much of its time in these few
+        # lines: no more Python than needed.)
         pipeline = self._pipeline_cache or self._pipeline
-        allowed = _allowed(allowed_special) if allowed_special else None
         try:
-            return pipeline.encode(text, pair, add_special_tokens, allowed)
+            if pair is None and add_special_tokens and not allowed_special:
+                return pipeline.encode(text)  # (the common call, the fewest arguments)
+            return pipeline.encode(text, pair, add_special_tokens, _allowed(allowed_special))
         except UnicodeEncodeError:
             pair = None if pair is None else without_surrogates(pair)
-            return pipeline.encode(without_surrogates(text), pair, add_special_tokens, allowed)
+            text = without_surrogates(text)
+            return self.encode(text, pair, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
 
     def encode_batch(
         self,
@@ -287,11 +289,13 @@ class Tokenizer:
         """The ids of ``text`` alone, as a list: the fastest way to them
         (no offsets, no :data:`Encoding`)."""
         pipeline = self._pipeline_cache or self._pipeline
-        allowed = _allowed(allowed_special) if allowed_special else None
         try:
-            return pipeline.encode_ids(text, None, add_special_tokens, allowed)
+            if add_special_tokens and not allowed_special:
+                return pipeline.encode_ids(text)  # (the common call, the fewest arguments)
+            return pipeline.encode_ids(text, None, add_special_tokens, _allowed(allowed_special))
         except UnicodeEncodeError:
-            return pipeline.encode_ids(without_surrogates(text), None, add_special_tokens, allowed)
+            text = without_surrogates(text)
+            return self.encode_ids(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
 
     def encode_batch_ids(
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
