@@ -230,6 +230,22 @@ def test_unigram_settings_have_sensible_ranges(settings, message):
         polytok.UnigramTokenizer.train_from_iterator(["a b c"] * 10, vocab_size=50, progress=False, **settings)
 
 
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"vocab_size": 300, "min_frequncy": 2}, "unknown training setting 'min_frequncy'"),
+        ({"vocab_size": 300, "pattern": "cl100k"}, "unknown training setting 'pattern'"),
+        ({"min_frequency": 2}, "training setting vocab_size is missing"),
+        ({"vocab_size": "300"}, "training setting vocab_size: TypeError"),
+    ],
+)
+def test_core_training_settings_are_named(settings, message):
+    counter = polytok._core.PieceCounter("cl100k", [])
+    counter.add_texts(["a b c"])
+    with pytest.raises(ValueError, match=message):
+        polytok._core.Bpe.train(counter, settings)
+
+
 def test_rope_base_bound_refuses_absurd_contexts():
     with pytest.raises(ValueError, match="context_length must be at most 1,048,576"):
         polytok.rope_base_lower_bound(2**40, 128)

@@ -91,7 +91,7 @@ SNIPPET = '''
     counter = _core.PieceCounter("cl100k", ["<|endoftext|>"])
     counter.add_texts(["a b", "c"])
     size: int = counter.distinct_pieces
-    bpe = _core.Bpe.train(counter, 300, progress=lambda stage, done, total: None)
+    bpe = _core.Bpe.train(counter, {"vocab_size": 300}, progress=lambda stage, done, total: None)
     saved: str = bpe.to_json()
     loaded, training, pipeline = _core.Bpe.from_json(saved, "<test>")
     reveal_type(loaded)

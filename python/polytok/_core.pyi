@@ -95,13 +95,9 @@ class Bpe:
 
     @staticmethod
     def train(
-        counter: PieceCounter,
-        vocab_size: int,
-        min_frequency: int = 2,
-        max_token_bytes: int | None = None,
-        progress: _Progress | None = None,
+        counter: PieceCounter, settings: dict[str, Any], progress: _Progress | None = None
     ) -> Bpe:
-        """Learns a model from a counter's pieces (which it empties), with the counter's pattern and special tokens."""
+        """Learns a model from a counter's pieces (which it empties), with the counter's pattern and special tokens; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
     @staticmethod
     def from_json(json: str, source: str) -> tuple[Bpe, str | None, str | None]:
         """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""
@@ -148,16 +144,9 @@ class WordPiece:
 
     @staticmethod
     def train(
-        counter: PieceCounter,
-        vocab_size: int,
-        min_frequency: int,
-        limit_alphabet: int | None,
-        unk_token: str,
-        continuing_subword_prefix: str,
-        max_input_chars_per_word: int,
-        progress: _Progress | None,
+        counter: PieceCounter, settings: dict[str, Any], progress: _Progress | None = None
     ) -> WordPiece:
-        """Learns a model from a BERT counter's words (which it empties), with the counter's normalization and special tokens."""
+        """Learns a model from a BERT counter's words (which it empties), with the counter's normalization and special tokens; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
     @staticmethod
     def from_vocab_txt(
         text: str,
@@ -207,21 +196,9 @@ class Unigram:
 
     @staticmethod
     def train(
-        counter: PieceCounter,
-        vocab_size: int,
-        character_coverage: float,
-        byte_fallback: bool,
-        unk_token: str,
-        special_tokens: Sequence[str],
-        max_piece_length: int,
-        split_by_script: bool,
-        split_digits: bool,
-        seed_size: int,
-        shrinking_factor: float,
-        sub_iterations: int,
-        progress: _Progress | None,
+        counter: PieceCounter, settings: dict[str, Any], progress: _Progress | None = None
     ) -> Unigram:
-        """Learns a model from a SentencePiece counter's words (which it empties), with the counter's whitespace handling."""
+        """Learns a model from a SentencePiece counter's words (which it empties), with the counter's whitespace handling; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
     @staticmethod
     def from_sentencepiece(data: bytes, source: str) -> Unigram:
         """A model from a SentencePiece ``.model`` file's bytes."""

@@ -114,11 +114,10 @@ class BPETokenizer(Preset):
         callback,
     ) -> BPETokenizer:
         corpus = corpus_record(counter)
-        core = _core.Bpe.train(counter, vocab_size, min_frequency, max_token_bytes, callback)
+        settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
+        core = _core.Bpe.train(counter, settings, callback)
         training = {
-            "vocab_size": vocab_size,
-            "min_frequency": min_frequency,
-            "max_token_bytes": max_token_bytes,
+            **settings,
             "special_tokens": list(special_tokens),
             "pattern": pattern,
             "tie_rule": "highest count, then smallest (left id, right id)",

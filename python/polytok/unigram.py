@@ -134,12 +134,14 @@ class UnigramTokenizer(Preset):
     _SETTINGS = (
         "vocab_size", "character_coverage", "byte_fallback", "unk_token", "special_tokens",
         "max_piece_length", "split_by_script", "split_digits", "seed_size", "shrinking_factor",
-        "sub_iterations", "remove_extra_whitespaces", "add_dummy_prefix",
+        "sub_iterations",
     )
+    #: The counter's settings, recorded with the trainer's.
+    _WHITESPACE = ("remove_extra_whitespaces", "add_dummy_prefix")
 
     @classmethod
     def _settings(cls, arguments: dict) -> dict:
-        """The training settings among a trainer's arguments."""
+        """The trainer's settings among a trainer's arguments."""
         settings = {name: arguments[name] for name in cls._SETTINGS}
         settings["special_tokens"] = text_list(settings["special_tokens"], "special_tokens")
         whole_numbers(**{name: settings[name] for name in ("vocab_size", "max_piece_length", "seed_size", "sub_iterations")})
@@ -148,13 +150,9 @@ class UnigramTokenizer(Preset):
     @classmethod
     def _train_counted(cls, counter: _core.PieceCounter, settings: dict, callback) -> UnigramTokenizer:
         corpus = corpus_record(counter)
-        s = settings
-        core = _core.Unigram.train(
-            counter, s["vocab_size"], s["character_coverage"], s["byte_fallback"], s["unk_token"],
-            s["special_tokens"], s["max_piece_length"], s["split_by_script"], s["split_digits"],
-            s["seed_size"], s["shrinking_factor"], s["sub_iterations"], callback,
-        )
-        return cls(core, {**settings, "corpus": corpus})
+        core = _core.Unigram.train(counter, settings, callback)
+        whitespace = {name: core.whitespace[name] for name in cls._WHITESPACE}
+        return cls(core, {**settings, **whitespace, "corpus": corpus})
 
     # -------------------------------------------------------------------- files
 

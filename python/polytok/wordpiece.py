@@ -160,13 +160,17 @@ class WordPieceTokenizer(Preset):
         cls, counter, vocab_size, min_frequency, limit_alphabet, unk_token, prefix, max_chars, callback
     ) -> WordPieceTokenizer:
         corpus = corpus_record(counter)
-        core = _core.WordPiece.train(
-            counter, vocab_size, min_frequency, limit_alphabet, unk_token, prefix, max_chars, callback
-        )
-        training = {
+        settings = {
             "vocab_size": vocab_size,
             "min_frequency": min_frequency,
             "limit_alphabet": limit_alphabet,
+            "unk_token": unk_token,
+            "continuing_subword_prefix": prefix,
+            "max_input_chars_per_word": max_chars,
+        }
+        core = _core.WordPiece.train(counter, settings, callback)
+        training = {
+            **{name: settings[name] for name in ("vocab_size", "min_frequency", "limit_alphabet")},
             "score": "count(ab) / (count(a) * count(b))",
             "tie_rule": "highest score, then highest pair count, then smallest (left id, right id)",
             "corpus": corpus,

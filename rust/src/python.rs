@@ -371,6 +371,59 @@ fn parse_record(record: Option<&str>, what: &str) -> PyResult<Record> {
         .map_err(|e| PyValueError::new_err(format!("{what} record is not JSON: {e}")))
 }
 
+/// A trainer's settings as the Python side gives them: a dict of its
+/// keyword arguments by name. Each setting is read once, with a `ValueError`
+/// naming it when it is missing or of the wrong type; `finish` refuses the
+/// keys no setting read (a misspelled or unknown setting).
+struct Settings<'a, 'py> {
+    dict: &'a Bound<'py, PyDict>,
+    read: Vec<&'static str>,
+}
+
+impl<'a, 'py> Settings<'a, 'py> {
+    fn new(dict: &'a Bound<'py, PyDict>) -> Self {
+        Settings { dict, read: Vec::new() }
+    }
+
+    /// The setting `name`, which must be given.
+    fn required<T: FromPyObjectOwned<'py>>(&mut self, name: &'static str) -> PyResult<T> {
+        self.get(name)?
+            .ok_or_else(|| PyValueError::new_err(format!("the training setting {name} is missing")))
+    }
+
+    /// The setting `name`, or `default` when it is not given.
+    fn or<T: FromPyObjectOwned<'py>>(&mut self, name: &'static str, default: T) -> PyResult<T> {
+        Ok(self.get(name)?.unwrap_or(default))
+    }
+
+    fn get<T: FromPyObjectOwned<'py>>(&mut self, name: &'static str) -> PyResult<Option<T>> {
+        self.read.push(name);
+        self.dict
+            .get_item(name)?
+            .map(|value| {
+                value.extract::<T>().map_err(|err| {
+                    let err: PyErr = err.into();
+                    PyValueError::new_err(format!("the training setting {name}: {err}"))
+                })
+            })
+            .transpose()
+    }
+
+    /// Refuses a key that is not one of the settings read.
+    fn finish(self) -> PyResult<()> {
+        for key in self.dict.keys() {
+            if !key.extract::<&str>().is_ok_and(|key| self.read.contains(&key)) {
+                return Err(PyValueError::new_err(format!(
+                    "unknown training setting {}; the settings are {}",
+                    key.repr()?,
+                    self.read.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `encode` of any model: the ids of `text` as a Python list, the GIL
 /// released for long texts.
 fn encode_list<'py>(
@@ -509,27 +562,29 @@ impl Bpe {
 impl Bpe {
     /// Learns a model from a counter's pieces (which it empties), with the
     /// counter's pattern and special tokens.
+    /// `settings`: the trainer's settings by name, as its Python keyword
+    /// arguments (not the counter's).
     #[staticmethod]
-    #[pyo3(signature = (counter, vocab_size, min_frequency = 2, max_token_bytes = None, progress = None))]
+    #[pyo3(signature = (counter, settings, progress = None))]
     fn train(
         py: Python<'_>,
         counter: &PieceCounter,
-        vocab_size: usize,
-        min_frequency: u64,
-        max_token_bytes: Option<usize>,
+        settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
+        let mut s = Settings::new(settings);
         let settings = TrainerSettings {
-            vocab_size,
-            min_frequency,
+            vocab_size: s.required("vocab_size")?,
+            min_frequency: s.or("min_frequency", 2)?,
             special_tokens: counter.counter.special_tokens().to_vec(),
-            max_token_bytes,
+            max_token_bytes: s.or("max_token_bytes", None)?,
             pattern: counter
                 .counter
                 .pattern()
                 .ok_or_else(|| PyValueError::new_err("BPE trains on a counter of pattern pieces"))?
                 .clone(),
         };
+        s.finish()?;
         settings.validate().map_err(to_py)?;
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| bpe::train(counts, &settings, p))?;
@@ -671,40 +726,40 @@ impl WordPiece {
 impl WordPiece {
     /// Learns a model from a BERT counter's words (which it empties), with
     /// the counter's normalization and special tokens.
+    /// `settings`: the trainer's settings by name, as its Python keyword
+    /// arguments (not the counter's).
     #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (counter, settings, progress = None))]
     fn train(
         py: Python<'_>,
         counter: &PieceCounter,
-        vocab_size: usize,
-        min_frequency: u64,
-        limit_alphabet: Option<usize>,
-        unk_token: String,
-        continuing_subword_prefix: String,
-        max_input_chars_per_word: usize,
+        settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let normalizer = counter
             .counter
             .bert_normalizer()
             .ok_or_else(|| PyValueError::new_err("WordPiece trains on a counter of BERT words"))?;
-        if continuing_subword_prefix.is_empty() {
-            return Err(PyValueError::new_err(
-                "the continuing subword prefix must not be empty",
-            ));
-        }
+        let bert = WordPieceSettings::default();
+        let mut s = Settings::new(settings);
         let settings = WordPieceTrainerSettings {
-            vocab_size,
-            min_frequency,
-            limit_alphabet,
+            vocab_size: s.or("vocab_size", 30_000)?,
+            min_frequency: s.or("min_frequency", 2)?,
+            limit_alphabet: s.or("limit_alphabet", None)?,
             model: WordPieceSettings {
-                unk_token,
-                continuing_subword_prefix,
-                max_input_chars_per_word,
+                unk_token: s.or("unk_token", bert.unk_token)?,
+                continuing_subword_prefix: s.or("continuing_subword_prefix", bert.continuing_subword_prefix)?,
+                max_input_chars_per_word: s.or("max_input_chars_per_word", bert.max_input_chars_per_word)?,
                 normalizer,
                 special_tokens: counter.counter.special_tokens().to_vec(),
             },
         };
+        s.finish()?;
+        if settings.model.continuing_subword_prefix.is_empty() {
+            return Err(PyValueError::new_err(
+                "the continuing subword prefix must not be empty",
+            ));
+        }
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| wordpiece::train(counts, &settings, p))?;
         WordPiece::new(py, model)
@@ -866,43 +921,37 @@ impl Unigram {
 impl Unigram {
     /// Learns a model from a SentencePiece counter's words (which it
     /// empties), with the counter's whitespace handling.
+    /// `settings`: the trainer's settings by name, as its Python keyword
+    /// arguments (not the counter's).
     #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (counter, settings, progress = None))]
     fn train(
         py: Python<'_>,
         counter: &PieceCounter,
-        vocab_size: usize,
-        character_coverage: f64,
-        byte_fallback: bool,
-        unk_token: String,
-        special_tokens: Vec<String>,
-        max_piece_length: usize,
-        split_by_script: bool,
-        split_digits: bool,
-        seed_size: usize,
-        shrinking_factor: f64,
-        sub_iterations: usize,
+        settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let whitespace = counter.counter.whitespace().ok_or_else(|| {
             PyValueError::new_err("Unigram trains on a counter of SentencePiece words")
         })?;
+        let mut s = Settings::new(settings);
         let settings = UnigramTrainerSettings {
-            vocab_size,
-            character_coverage,
-            byte_fallback,
-            unk_token,
-            special_tokens,
+            vocab_size: s.or("vocab_size", 8000)?,
+            character_coverage: s.or("character_coverage", 0.9995)?,
+            byte_fallback: s.or("byte_fallback", false)?,
+            unk_token: s.or("unk_token", "<unk>".to_owned())?,
+            special_tokens: s.or("special_tokens", ["<s>", "</s>", "<pad>"].map(str::to_owned).to_vec())?,
             rules: PieceRules {
-                max_piece_chars: max_piece_length,
-                split_by_script,
-                split_digits,
+                max_piece_chars: s.or("max_piece_length", 16)?,
+                split_by_script: s.or("split_by_script", true)?,
+                split_digits: s.or("split_digits", false)?,
             },
-            seed_size,
-            shrinking_factor,
-            sub_iterations,
+            seed_size: s.or("seed_size", 1_000_000)?,
+            shrinking_factor: s.or("shrinking_factor", 0.75)?,
+            sub_iterations: s.or("sub_iterations", 2)?,
             whitespace,
         };
+        s.finish()?;
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| unigram::train(counts, &settings, p))?;
         Unigram::new(py, model)
