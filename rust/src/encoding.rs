@@ -28,8 +28,6 @@ pub struct Encoding {
     pub type_ids: Vec<u32>,
     /// 1 for special tokens (added by the template, or special-token text).
     pub special_tokens_mask: Vec<u32>,
-    /// 0 for padding.
-    pub attention_mask: Vec<u32>,
     /// Character `(start, end)` of each token in its sequence's text; `(0,
     /// 0)` for added tokens. Empty when offsets were not asked for.
     pub offsets: Vec<(u32, u32)>,
@@ -84,8 +82,10 @@ impl Encoding {
         self.padded(&self.type_ids, self.pad.type_id)
     }
 
+    /// 1 for each token, 0 for padding (which is all that is not a token:
+    /// no list is kept).
     pub fn padded_attention_mask(&self) -> Cow<'_, [u32]> {
-        self.padded(&self.attention_mask, 0)
+        Cow::Owned(self.padded(&vec![1; self.ids.len()], 0).into_owned())
     }
 
     pub fn padded_special_tokens_mask(&self) -> Cow<'_, [u32]> {
@@ -115,7 +115,6 @@ impl Encoding {
         self.ids.reserve(n);
         self.type_ids.reserve(n);
         self.special_tokens_mask.reserve(n);
-        self.attention_mask.reserve(n);
         self.sequence_ids.reserve(n);
         if with_offsets {
             self.offsets.reserve(n);
@@ -128,7 +127,6 @@ impl Encoding {
         self.ids.push(id);
         self.type_ids.push(type_id);
         self.special_tokens_mask.push(special as u32);
-        self.attention_mask.push(1);
         self.sequence_ids.push(sequence);
         if let Some((span, word)) = offsets {
             self.offsets.push(span);
@@ -145,7 +143,6 @@ impl Encoding {
             None => self.type_ids.extend_from_slice(&other.type_ids[range.clone()]),
         }
         self.special_tokens_mask.extend_from_slice(&other.special_tokens_mask[range.clone()]);
-        self.attention_mask.extend_from_slice(&other.attention_mask[range.clone()]);
         self.sequence_ids.extend_from_slice(&other.sequence_ids[range.clone()]);
         if other.has_offsets() {
             self.offsets.extend_from_slice(&other.offsets[range.clone()]);

@@ -440,7 +440,6 @@ impl Tokenizer {
             self.sequence_ids(text, allowed, matcher, &mut out.ids)?;
             let n = out.ids.len() - first;
             out.type_ids.extend(std::iter::repeat_n(type_id, n));
-            out.attention_mask.extend(std::iter::repeat_n(1, n));
             out.sequence_ids.extend(std::iter::repeat_n(Some(sequence), n));
             if self.special_ids.is_empty() {
                 out.special_tokens_mask.extend(std::iter::repeat_n(0, n));

@@ -228,7 +228,7 @@ impl Pipeline {
         let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
         // Row by row: the padding before the tokens (left padding), the
         // tokens, then padding to the width; no padded list is made.
-        let matrix = |part: fn(&RustEncoding) -> &[u32], pad: &dyn Fn(&RustEncoding) -> u32| {
+        let matrix = |part: &dyn Fn(&RustEncoding) -> std::borrow::Cow<'_, [u32]>, pad: &dyn Fn(&RustEncoding) -> u32| {
             PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
                 for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
                     let values = part(e);
@@ -238,7 +238,7 @@ impl Pipeline {
                     for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
                         word.copy_from_slice(&fill);
                     }
-                    for (word, value) in tokens.chunks_exact_mut(4).zip(values) {
+                    for (word, value) in tokens.chunks_exact_mut(4).zip(values.iter()) {
                         word.copy_from_slice(&value.to_ne_bytes());
                     }
                 }
@@ -247,9 +247,9 @@ impl Pipeline {
         };
         let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
         Ok((
-            matrix(|e| &e.ids, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
-            matrix(|e| &e.attention_mask, &|_| 0)?,
-            matrix(|e| &e.type_ids, &|e| e.pad.type_id)?,
+            matrix(&|e| (&e.ids[..]).into(), &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
+            matrix(&|e| vec![1; e.ids.len()].into(), &|_| 0)?,
+            matrix(&|e| (&e.type_ids[..]).into(), &|e| e.pad.type_id)?,
             PyBytes::new(py, &lengths),
             width,
         ))
@@ -352,13 +352,14 @@ impl Encoding {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let full = self.full(py)?;
         let state = PyDict::new(py);
-        state.set_item("ids", &*full.padded_ids())?;
-        state.set_item("type_ids", &*full.padded_type_ids())?;
-        state.set_item("attention_mask", &*full.padded_attention_mask())?;
-        state.set_item("special_tokens_mask", &*full.padded_special_tokens_mask())?;
-        state.set_item("sequence_ids", &*full.padded_sequence_ids())?;
-        state.set_item("offsets", &*full.padded_offsets())?;
-        state.set_item("word_ids", &*full.padded_word_ids())?;
+        state.set_item("ids", &full.ids)?;
+        state.set_item("type_ids", &full.type_ids)?;
+        state.set_item("special_tokens_mask", &full.special_tokens_mask)?;
+        state.set_item("sequence_ids", &full.sequence_ids)?;
+        state.set_item("offsets", &full.offsets)?;
+        state.set_item("word_ids", &full.word_ids)?;
+        let pad = full.pad;
+        state.set_item("pad", (pad.count, pad.left, pad.id, pad.type_id))?;
         state.set_item("tokens", self.token_texts()?)?;
         let overflowing = full
             .overflowing
@@ -383,20 +384,22 @@ impl Encoding {
             ids: item(state, "ids")?,
             type_ids: item(state, "type_ids")?,
             special_tokens_mask: item(state, "special_tokens_mask")?,
-            attention_mask: item(state, "attention_mask")?,
             offsets: item(state, "offsets")?,
             word_ids: item(state, "word_ids")?,
             sequence_ids: item(state, "sequence_ids")?,
             overflowing: Vec::new(),
-            pad: Default::default(),
+            pad: {
+                let (count, left, id, type_id) = item(state, "pad")?;
+                crate::encoding::Pad { count, left, id, type_id }
+            },
         };
         for o in overflowing.try_iter()? {
             encoding.overflowing.push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
         }
         let n = encoding.ids.len();
-        let lengths = [encoding.type_ids.len(), encoding.special_tokens_mask.len(), encoding.attention_mask.len(), encoding.offsets.len(), encoding.word_ids.len(), encoding.sequence_ids.len()];
+        let lengths = [encoding.type_ids.len(), encoding.special_tokens_mask.len(), encoding.offsets.len(), encoding.word_ids.len(), encoding.sequence_ids.len()];
         let tokens: Vec<String> = item(state, "tokens")?;
-        if lengths.iter().any(|&l| l != n) || tokens.len() != n {
+        if lengths.iter().any(|&l| l != n) || tokens.len() != encoding.len() {
             return Err(pyo3::exceptions::PyValueError::new_err("encoding state: its lists differ in length"));
         }
         let cell = OnceLock::new();
