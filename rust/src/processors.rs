@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::{Encoding, Pad};
+use crate::encoding::{Encoding, Pad, Token};
 use crate::error::{Error, Result};
 
 /// Which input a template's `Sequence` stands for.
@@ -181,14 +181,13 @@ impl Template {
     /// The template filled with `a` (and `b`).
     pub fn apply(&self, a: &Encoding, b: Option<&Encoding>) -> Result<Encoding> {
         let pieces = self.pieces(b.is_some())?;
-        let mut out = Encoding::default();
-        let with_offsets = a.has_offsets();
-        out.reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?, with_offsets);
+        let mut out = Encoding::new(a.with_offsets);
+        out.tokens.reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?);
         for piece in pieces {
             match piece {
                 TemplatePiece::SpecialToken { id, type_id } => {
                     for &token in &self.tokens[id].ids {
-                        out.push(token, *type_id, true, None, with_offsets.then_some(((0, 0), None)));
+                        out.push(Token::new(token, *type_id, true, None, (0, 0), None));
                     }
                 }
                 TemplatePiece::Sequence { id, type_id } => {
@@ -442,7 +441,7 @@ impl Padding {
         for o in &mut e.overflowing {
             self.apply(o, length);
         }
-        let tokens = e.ids.len();
+        let tokens = e.tokens.len();
         e.pad = Pad {
             count: length.saturating_sub(tokens),
             left: self.direction == Direction::Left,
@@ -457,9 +456,9 @@ mod tests {
     use super::*;
 
     fn encoding(ids: &[u32]) -> Encoding {
-        let mut e = Encoding::default();
+        let mut e = Encoding::new(true);
         for (i, &id) in ids.iter().enumerate() {
-            e.push(id, 0, false, Some(0), Some(((i as u32, i as u32 + 1), Some(i as u32))));
+            e.push(Token::new(id, 0, false, Some(0), (i as u32, i as u32 + 1), Some(i as u32)));
         }
         e
     }
@@ -472,13 +471,15 @@ mod tests {
     fn bert_template_with_pair() {
         let t = bert();
         let mut b = encoding(&[7, 8]);
-        b.sequence_ids = vec![Some(1); 2];
+        for t in &mut b.tokens {
+            *t = Token::new(t.id, 0, false, Some(1), t.offsets, t.word());
+        }
         let e = t.apply(&encoding(&[5]), Some(&b)).unwrap();
-        assert_eq!(e.ids, [101, 5, 102, 7, 8, 102]);
-        assert_eq!(e.type_ids, [0, 0, 0, 1, 1, 1]);
-        assert_eq!(e.special_tokens_mask, [1, 0, 1, 0, 0, 1]);
-        assert_eq!(e.offsets[1], (0, 1));
-        assert_eq!(e.sequence_ids, [None, Some(0), None, Some(1), Some(1), None]);
+        assert_eq!(e.padded_ids(), [101, 5, 102, 7, 8, 102]);
+        assert_eq!(e.padded_type_ids(), [0, 0, 0, 1, 1, 1]);
+        assert_eq!(e.padded_special_tokens_mask(), [1, 0, 1, 0, 0, 1]);
+        assert_eq!(e.padded_offsets()[1], (0, 1));
+        assert_eq!(e.padded_sequence_ids(), [None, Some(0), None, Some(1), Some(1), None]);
         assert_eq!(t.added_tokens(true).unwrap(), 3);
     }
 
@@ -487,14 +488,14 @@ mod tests {
         let t = Truncation { max_length: 4, stride: 1, strategy: TruncationStrategy::LongestFirst, direction: Direction::Right };
         let mut e = encoding(&[1, 2, 3, 4, 5, 6, 7]);
         t.apply(&mut e, None, 0).unwrap();
-        assert_eq!(e.ids, [1, 2, 3, 4]);
-        let windows: Vec<_> = e.overflowing.iter().map(|o| o.ids.clone()).collect();
+        assert_eq!(e.padded_ids(), [1, 2, 3, 4]);
+        let windows: Vec<_> = e.overflowing.iter().map(|o| o.padded_ids()).collect();
         assert_eq!(windows, [vec![4, 5, 6, 7]]);
         let left = Truncation { direction: Direction::Left, stride: 0, ..t.clone() };
         let mut e = encoding(&[1, 2, 3, 4, 5, 6, 7]);
         left.apply(&mut e, None, 0).unwrap();
-        assert_eq!(e.ids, [4, 5, 6, 7]);
-        assert_eq!(e.overflowing[0].ids, [1, 2, 3]);
+        assert_eq!(e.padded_ids(), [4, 5, 6, 7]);
+        assert_eq!(e.overflowing[0].padded_ids(), [1, 2, 3]);
         assert!(t.check(3, None).is_err());
         assert!(Truncation { stride: 4, ..t }.check(0, None).is_err());
     }
@@ -524,8 +525,8 @@ mod tests {
         let target = p.target(3);
         assert_eq!(target, 4);
         p.apply(&mut e, target);
-        assert_eq!(*e.padded_ids(), [0, 0, 5, 6]);
-        assert_eq!(*e.padded_attention_mask(), [0, 0, 1, 1]);
+        assert_eq!(e.padded_ids(), [0, 0, 5, 6]);
+        assert_eq!(e.padded_attention_mask(), [0, 0, 1, 1]);
         assert_eq!(e.padded_offsets()[0], (0, 0));
         assert_eq!(e.len(), 4);
     }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::decoders::Decoder;
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, Token};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::processors::{Padding, PaddingStrategy, PostProcessor, SequenceId, Template, TemplatePiece, Truncation};
@@ -77,6 +77,9 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    /// The ids of a text on the ids-only path of an encoding (apart from
+    /// `SCRATCH`, which the pipeline borrows while writing them).
+    static SEQUENCE_IDS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Tokenizer {
@@ -258,14 +261,14 @@ impl Tokenizer {
         let Some(truncation) = &self.truncation else {
             // Straight into one encoding: the template's tokens, and each
             // text where the template has it.
-            let mut out = Encoding::default();
+            let mut out = Encoding::new(track);
             match template {
                 Some(t) => {
                     for piece in t.pieces(b.is_some())? {
                         match piece {
                             TemplatePiece::SpecialToken { id, type_id } => {
                                 for &token in t.token(id) {
-                                    out.push(token, *type_id, true, None, track.then_some(((0, 0), None)));
+                                    out.push(Token::new(token, *type_id, true, None, (0, 0), None));
                                 }
                             }
                             TemplatePiece::Sequence { id, type_id } => {
@@ -287,11 +290,11 @@ impl Tokenizer {
             }
             return Ok(out);
         };
-        let mut first = Encoding::default();
+        let mut first = Encoding::new(track);
         self.encode_sequence(a, 0, 0, allowed, matcher, track, &mut first)?;
         let mut second = match b {
             Some(b) => {
-                let mut second = Encoding::default();
+                let mut second = Encoding::new(track);
                 self.encode_sequence(b, 1, 1, allowed, matcher, track, &mut second)?;
                 Some(second)
             }
@@ -436,17 +439,16 @@ impl Tokenizer {
         out: &mut Encoding,
     ) -> Result<()> {
         if !track {
-            let first = out.ids.len();
-            self.sequence_ids(text, allowed, matcher, &mut out.ids)?;
-            let n = out.ids.len() - first;
-            out.type_ids.extend(std::iter::repeat_n(type_id, n));
-            out.sequence_ids.extend(std::iter::repeat_n(Some(sequence), n));
-            if self.special_ids.is_empty() {
-                out.special_tokens_mask.extend(std::iter::repeat_n(0, n));
-            } else {
-                let mask = out.ids[first..].iter().map(|&id| self.is_special(id) as u32);
-                out.special_tokens_mask.extend(mask);
-            }
+            SEQUENCE_IDS.with(|ids| -> Result<()> {
+                let ids = &mut *ids.borrow_mut();
+                ids.clear();
+                self.sequence_ids(text, allowed, matcher, ids)?;
+                out.tokens.extend(ids.iter().map(|&id| {
+                    let special = !self.special_ids.is_empty() && self.is_special(id);
+                    Token::new(id, type_id, special, Some(sequence), (0, 0), None)
+                }));
+                Ok(())
+            })?;
             return Ok(());
         }
         let chars = CharIndex::new(text);
@@ -458,7 +460,7 @@ impl Tokenizer {
                     Segment::Special(token) => {
                         let start = token.as_ptr() as usize - text.as_ptr() as usize;
                         let span = chars.span(start as u32, (start + token.len()) as u32);
-                        out.push(self.special_id(token), type_id, true, Some(sequence), Some((span, Some(word))));
+                        out.push(Token::new(self.special_id(token), type_id, true, Some(sequence), span, Some(word)));
                         word += 1;
                     }
                     Segment::Text(part) if !part.is_empty() => {
@@ -506,7 +508,7 @@ impl Tokenizer {
         ids.clear();
         ends.clear();
         self.model.encode_pieces(text.as_str(), pieces, ids, Some(ends));
-        out.reserve(ids.len(), true);
+        out.tokens.reserve(ids.len());
         let mut piece = 0;
         let mut start = None;
         for (&id, &end) in ids.iter().zip(ends.iter()) {
@@ -518,7 +520,7 @@ impl Tokenizer {
             let token_start = start.unwrap_or(pieces[piece].start);
             let (s, e) = text.original_span(token_start..end);
             let word = Some(at.word + piece as u32);
-            out.push(id, at.type_id, false, Some(at.sequence), Some((chars.span(s, e), word)));
+            out.push(Token::new(id, at.type_id, false, Some(at.sequence), chars.span(s, e), word));
             start = Some(end);
         }
         Ok(at.word + pieces.len() as u32)

@@ -17,7 +17,7 @@ use super::{
     allowed_special_tokens, encode_batch_lists, encode_list, guarded, in_pool, strings, to_py, Bpe, GcPause, Ints, Unigram,
     WordPiece, DETACH_BYTES,
 };
-use crate::encoding::Encoding as RustEncoding;
+use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
 use crate::text::pre_tokenizers::PreTokenizer;
 use crate::text::Normalized;
@@ -228,18 +228,17 @@ impl Pipeline {
         let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
         // Row by row: the padding before the tokens (left padding), the
         // tokens, then padding to the width; no padded list is made.
-        let matrix = |part: &dyn Fn(&RustEncoding) -> std::borrow::Cow<'_, [u32]>, pad: &dyn Fn(&RustEncoding) -> u32| {
+        let matrix = |field: &dyn Fn(&Token) -> u32, pad: &dyn Fn(&RustEncoding) -> u32| {
             PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
                 for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
-                    let values = part(e);
                     let fill = pad(e).to_ne_bytes();
                     let (before, rest) = row.split_at_mut(e.first_token() * 4);
-                    let (tokens, after) = rest.split_at_mut(values.len() * 4);
+                    let (tokens, after) = rest.split_at_mut(e.tokens.len() * 4);
                     for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
                         word.copy_from_slice(&fill);
                     }
-                    for (word, value) in tokens.chunks_exact_mut(4).zip(values.iter()) {
-                        word.copy_from_slice(&value.to_ne_bytes());
+                    for (word, token) in tokens.chunks_exact_mut(4).zip(&e.tokens) {
+                        word.copy_from_slice(&field(token).to_ne_bytes());
                     }
                 }
                 Ok(())
@@ -247,9 +246,9 @@ impl Pipeline {
         };
         let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
         Ok((
-            matrix(&|e| (&e.ids[..]).into(), &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
-            matrix(&|e| vec![1; e.ids.len()].into(), &|_| 0)?,
-            matrix(&|e| (&e.type_ids[..]).into(), &|e| e.pad.type_id)?,
+            matrix(&|t| t.id, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
+            matrix(&|_| 1, &|_| 0)?,
+            matrix(&|t| t.type_id, &|e| e.pad.type_id)?,
             PyBytes::new(py, &lengths),
             width,
         ))
@@ -352,12 +351,8 @@ impl Encoding {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let full = self.full(py)?;
         let state = PyDict::new(py);
-        state.set_item("ids", &full.ids)?;
-        state.set_item("type_ids", &full.type_ids)?;
-        state.set_item("special_tokens_mask", &full.special_tokens_mask)?;
-        state.set_item("sequence_ids", &full.sequence_ids)?;
-        state.set_item("offsets", &full.offsets)?;
-        state.set_item("word_ids", &full.word_ids)?;
+        let records: Vec<_> = full.tokens.iter().map(|t| (t.id, t.type_id, t.special, t.sequence(), t.offsets, t.word())).collect();
+        state.set_item("tokens_state", records)?;
         let pad = full.pad;
         state.set_item("pad", (pad.count, pad.left, pad.id, pad.type_id))?;
         state.set_item("tokens", self.token_texts()?)?;
@@ -380,13 +375,13 @@ impl Encoding {
         let overflowing = state
             .get_item("overflowing")?
             .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("encoding state without \"overflowing\""))?;
+        let records: Vec<(u32, u32, bool, Option<u32>, (u32, u32), Option<u32>)> = item(state, "tokens_state")?;
         let mut encoding = RustEncoding {
-            ids: item(state, "ids")?,
-            type_ids: item(state, "type_ids")?,
-            special_tokens_mask: item(state, "special_tokens_mask")?,
-            offsets: item(state, "offsets")?,
-            word_ids: item(state, "word_ids")?,
-            sequence_ids: item(state, "sequence_ids")?,
+            tokens: records
+                .into_iter()
+                .map(|(id, type_id, special, sequence, offsets, word)| Token::new(id, type_id, special, sequence, offsets, word))
+                .collect(),
+            with_offsets: true,
             overflowing: Vec::new(),
             pad: {
                 let (count, left, id, type_id) = item(state, "pad")?;
@@ -396,10 +391,8 @@ impl Encoding {
         for o in overflowing.try_iter()? {
             encoding.overflowing.push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
         }
-        let n = encoding.ids.len();
-        let lengths = [encoding.type_ids.len(), encoding.special_tokens_mask.len(), encoding.offsets.len(), encoding.word_ids.len(), encoding.sequence_ids.len()];
         let tokens: Vec<String> = item(state, "tokens")?;
-        if lengths.iter().any(|&l| l != n) || tokens.len() != encoding.len() {
+        if tokens.len() != encoding.len() {
             return Err(pyo3::exceptions::PyValueError::new_err("encoding state: its lists differ in length"));
         }
         let cell = OnceLock::new();
@@ -412,38 +405,38 @@ impl Encoding {
 impl Encoding {
     #[getter]
     fn ids(&self) -> Vec<u32> {
-        self.ids_only.padded_ids().into_owned()
+        self.ids_only.padded_ids()
     }
 
     #[getter]
     fn type_ids(&self) -> Vec<u32> {
-        self.ids_only.padded_type_ids().into_owned()
+        self.ids_only.padded_type_ids()
     }
 
     #[getter]
     fn attention_mask(&self) -> Vec<u32> {
-        self.ids_only.padded_attention_mask().into_owned()
+        self.ids_only.padded_attention_mask()
     }
 
     #[getter]
     fn special_tokens_mask(&self) -> Vec<u32> {
-        self.ids_only.padded_special_tokens_mask().into_owned()
+        self.ids_only.padded_special_tokens_mask()
     }
 
     #[getter]
     fn sequence_ids(&self) -> Vec<Option<u32>> {
-        self.ids_only.padded_sequence_ids().into_owned()
+        self.ids_only.padded_sequence_ids()
     }
 
     /// Character `(start, end)` of each token in its own text.
     #[getter]
     fn offsets(&self, py: Python<'_>) -> PyResult<Vec<(u32, u32)>> {
-        Ok(self.full(py)?.padded_offsets().into_owned())
+        Ok(self.full(py)?.padded_offsets())
     }
 
     #[getter]
     fn word_ids(&self, py: Python<'_>) -> PyResult<Vec<Option<u32>>> {
-        Ok(self.full(py)?.padded_word_ids().into_owned())
+        Ok(self.full(py)?.padded_word_ids())
     }
 
     /// Each token's text, as the model has it.
