@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::batch::IdRuns;
 use crate::bpe::BpeModel;
 use crate::error::{Error, Result};
 use crate::unigram::UnigramModel;
@@ -54,6 +55,16 @@ impl Model {
                 m.encode_into(text, ids);
                 Ok(())
             }
+        }
+    }
+
+    /// Appends the ids of each text to `runs` through the model's own text
+    /// handling, on this thread (a chunk of a batch).
+    pub fn encode_texts(&self, texts: &[&str], allowed: &AllowedSpecial, runs: &mut IdRuns) -> Result<()> {
+        match self {
+            Model::Bpe(m) => m.encode_texts(texts, allowed, runs),
+            Model::WordPiece(m) => m.encode_texts(texts, allowed, runs),
+            Model::Unigram(m) => m.encode_texts(texts, runs),
         }
     }
 

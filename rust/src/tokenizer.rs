@@ -367,6 +367,11 @@ impl Tokenizer {
         allowed: &AllowedSpecial,
         runs: &mut IdRuns,
     ) -> Result<()> {
+        if self.fused && (self.template.is_none() || !add_special_tokens) {
+            // Nothing around the model: its own batch loop, which keeps its
+            // state for the whole chunk.
+            return self.model.encode_texts(texts, allowed, runs);
+        }
         let matcher = self.matcher(allowed)?;
         texts.iter().try_for_each(|text| {
             runs.push(|out| self.single_ids_into(text, add_special_tokens, allowed, matcher.as_deref(), out))
