@@ -82,3 +82,35 @@ def test_streaming_gives_the_same_text(cl100k, fallback_unigram):
         pieces.append(stream.flush())
         assert "".join(p for p in pieces if p) == tok.decode(tok.encode(text)) == text
         assert all("\ufffd" not in p for p in pieces if p)
+
+
+@pytest.fixture(scope="module")
+def bert_preset():
+    from tests.conftest import BERT_REFERENCE
+
+    if not (BERT_REFERENCE / "vocab.txt").exists():
+        pytest.skip(f"BERT's vocabulary not found at {BERT_REFERENCE} (../shared/ is absent)")
+    return polytok.WordPieceTokenizer.from_vocab(BERT_REFERENCE / "vocab.txt")
+
+
+MIXED_TEXT = st.lists(
+    st.sampled_from([" ", "  ", "\u2581", "a", "É", "e\u0301", "日本", "\t", "\n", "🙂", "\x00", "\u200b", "ﬁ",
+                     "Ｆｕｌｌ", "[CLS]", "<|endoftext|>", "'s", "123", "ـ", "क्षि"]),
+    max_size=25,
+).map("".join) | ANY_TEXT
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=MIXED_TEXT)
+def test_offsets_path_and_fused_ids_agree_on_any_text(cl100k, bert_preset, fallback_unigram, text):
+    """The presets' two paths (the model's fused encoder for ids, the
+    pipeline for offsets) give the same tokens on any text, special-token
+    text allowed or not, and offsets stay inside the text."""
+    for tok in (cl100k, bert_preset, fallback_unigram):
+        for allowed in ((), "all"):
+            if allowed and not tok.special_tokens:
+                continue
+            fused = tok.encode(text, allowed_special=allowed)
+            tracked = tok.encode_batch([text], allowed_special=allowed, offsets=True)[0]
+            assert fused.ids == tracked.ids and fused.offsets == tracked.offsets
+            assert all(0 <= s <= e <= len(text) for s, e in tracked.offsets)

@@ -194,10 +194,6 @@ class BPETokenizer(Preset):
         return self._core.pattern
 
     @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._core.special_tokens)
-
-    @property
     def merges(self) -> list[tuple[int, int]] | None:
         """The pair that made each learned token (trained models only)."""
         return self._core.merges

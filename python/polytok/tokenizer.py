@@ -121,6 +121,11 @@ class Tokenizer:
         return self._decoder
 
     @property
+    def special_tokens(self) -> dict[str, int]:
+        """The special tokens found in text when allowed: text -> id."""
+        return dict(self._special_tokens)
+
+    @property
     def truncation(self) -> dict | None:
         """The truncation settings, or ``None``."""
         return None if self._truncation is None else dict(self._truncation)
