@@ -45,12 +45,13 @@ impl Model {
         }
     }
 
-    /// Appends the ids of a whole text through the model's own text
-    /// handling (the presets' pipelines, fused: no pieces in between).
-    pub fn encode_whole(&self, text: &str, allowed: &AllowedSpecial, ids: &mut Vec<u32>) -> Result<()> {
+    /// Appends the ids of a text without special tokens through the
+    /// model's own text handling (a preset's pipeline, fused: no pieces in
+    /// between).
+    pub fn encode_whole(&self, text: &str, ids: &mut Vec<u32>) -> Result<()> {
         match self {
-            Model::Bpe(m) => m.encode_into(text, allowed, ids),
-            Model::WordPiece(m) => m.encode_into(text, allowed, ids),
+            Model::Bpe(m) => m.encode_into(text, &AllowedSpecial::None, ids),
+            Model::WordPiece(m) => m.encode_into(text, &AllowedSpecial::None, ids),
             Model::Unigram(m) => {
                 m.encode_into(text, ids);
                 Ok(())
@@ -58,12 +59,12 @@ impl Model {
         }
     }
 
-    /// Appends the ids of each text to `runs` through the model's own text
-    /// handling, on this thread (a chunk of a batch).
-    pub fn encode_texts(&self, texts: &[&str], allowed: &AllowedSpecial, runs: &mut IdRuns) -> Result<()> {
+    /// `encode_whole` of each text, appended to `runs`, on this thread (a
+    /// chunk of a batch).
+    pub fn encode_texts(&self, texts: &[&str], runs: &mut IdRuns) -> Result<()> {
         match self {
-            Model::Bpe(m) => m.encode_texts(texts, allowed, runs),
-            Model::WordPiece(m) => m.encode_texts(texts, allowed, runs),
+            Model::Bpe(m) => m.encode_texts(texts, &AllowedSpecial::None, runs),
+            Model::WordPiece(m) => m.encode_texts(texts, &AllowedSpecial::None, runs),
             Model::Unigram(m) => m.encode_texts(texts, runs),
         }
     }

@@ -200,7 +200,7 @@ impl Tokenizer {
         track: bool,
     ) -> Result<Encoding> {
         let matcher = self.matcher(allowed)?;
-        let mut encoding = self.encode_one(a, b, add_special_tokens, allowed, matcher.as_deref(), track)?;
+        let mut encoding = self.encode_one(a, b, add_special_tokens, matcher.as_deref(), track)?;
         if let Some(p) = &self.padding {
             if let PaddingStrategy::Fixed(_) = p.strategy {
                 p.apply(&mut encoding, p.target(0));
@@ -226,7 +226,7 @@ impl Tokenizer {
         let mut encodings = inputs
             .par_iter()
             .with_min_len(16)
-            .map(|&(a, b)| self.encode_one(a, b, add_special_tokens, allowed, matcher, track))
+            .map(|&(a, b)| self.encode_one(a, b, add_special_tokens, matcher, track))
             .collect::<Result<Vec<_>>>()?;
         if let Some(p) = &self.padding {
             let longest = encodings
@@ -253,7 +253,6 @@ impl Tokenizer {
         a: &str,
         b: Option<&str>,
         add_special_tokens: bool,
-        allowed: &AllowedSpecial,
         matcher: Option<&AhoCorasick>,
         track: bool,
     ) -> Result<Encoding> {
@@ -276,26 +275,26 @@ impl Tokenizer {
                                     SequenceId::A => (a, 0),
                                     SequenceId::B => (b.expect("a pair template with a pair"), 1),
                                 };
-                                self.encode_sequence(text, sequence, *type_id, allowed, matcher, track, &mut out)?;
+                                self.encode_sequence(text, sequence, *type_id, matcher, track, &mut out)?;
                             }
                         }
                     }
                 }
                 None => {
-                    self.encode_sequence(a, 0, 0, allowed, matcher, track, &mut out)?;
+                    self.encode_sequence(a, 0, 0, matcher, track, &mut out)?;
                     if let Some(b) = b {
-                        self.encode_sequence(b, 1, 1, allowed, matcher, track, &mut out)?;
+                        self.encode_sequence(b, 1, 1, matcher, track, &mut out)?;
                     }
                 }
             }
             return Ok(out);
         };
         let mut first = Encoding::new(track);
-        self.encode_sequence(a, 0, 0, allowed, matcher, track, &mut first)?;
+        self.encode_sequence(a, 0, 0, matcher, track, &mut first)?;
         let mut second = match b {
             Some(b) => {
                 let mut second = Encoding::new(track);
-                self.encode_sequence(b, 1, 1, allowed, matcher, track, &mut second)?;
+                self.encode_sequence(b, 1, 1, matcher, track, &mut second)?;
                 Some(second)
             }
             None => None,
@@ -355,7 +354,7 @@ impl Tokenizer {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let matcher = self.matcher(allowed)?;
-        self.single_ids_into(text, add_special_tokens, allowed, matcher.as_deref(), out)
+        self.single_ids_into(text, add_special_tokens, matcher.as_deref(), out)
     }
 
     /// Appends the ids of each text to `runs` (see `encode_ids_into`), on
@@ -367,14 +366,14 @@ impl Tokenizer {
         allowed: &AllowedSpecial,
         runs: &mut IdRuns,
     ) -> Result<()> {
-        if self.fused && (self.template.is_none() || !add_special_tokens) {
-            // Nothing around the model: its own batch loop, which keeps its
-            // state for the whole chunk.
-            return self.model.encode_texts(texts, allowed, runs);
+        if self.fused && (self.template.is_none() || !add_special_tokens) && matches!(allowed, AllowedSpecial::None) {
+            // Nothing around the model and no special tokens to find: its
+            // own batch loop, which keeps its state for the whole chunk.
+            return self.model.encode_texts(texts, runs);
         }
         let matcher = self.matcher(allowed)?;
         texts.iter().try_for_each(|text| {
-            runs.push(|out| self.single_ids_into(text, add_special_tokens, allowed, matcher.as_deref(), out))
+            runs.push(|out| self.single_ids_into(text, add_special_tokens, matcher.as_deref(), out))
         })
     }
 
@@ -382,34 +381,28 @@ impl Tokenizer {
         &self,
         text: &str,
         add_special_tokens: bool,
-        allowed: &AllowedSpecial,
         matcher: Option<&AhoCorasick>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         debug_assert!(self.ids_direct());
         match self.template.as_ref().filter(|_| add_special_tokens) {
-            Some(t) => t.single_ids(out, |out| self.sequence_ids(text, allowed, matcher, out)),
-            None => self.sequence_ids(text, allowed, matcher, out),
+            Some(t) => t.single_ids(out, |out| self.sequence_ids(text, matcher, out)),
+            None => self.sequence_ids(text, matcher, out),
         }
     }
 
     /// Appends the ids of one text (no template): the model's fused
     /// encoder, or the pipeline without offsets.
-    fn sequence_ids(
-        &self,
-        text: &str,
-        allowed: &AllowedSpecial,
-        matcher: Option<&AhoCorasick>,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        if self.fused {
-            return self.model.encode_whole(text, allowed, out);
-        }
+    fn sequence_ids(&self, text: &str, matcher: Option<&AhoCorasick>, out: &mut Vec<u32>) -> Result<()> {
+        // Special tokens are found here, for every model and path; the
+        // stretches between them go to the model's fused encoder (a
+        // preset's own text handling) or through the pipeline's steps.
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
             split_special(text, matcher, |segment| -> Result<()> {
                 match segment {
                     Segment::Special(token) => out.push(self.special_id(token)),
+                    Segment::Text(part) if self.fused => self.model.encode_whole(part, out)?,
                     Segment::Text(part) if !part.is_empty() => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
                         self.pieces(part, offset, false, scratch)?;
@@ -438,7 +431,6 @@ impl Tokenizer {
         text: &str,
         sequence: u32,
         type_id: u32,
-        allowed: &AllowedSpecial,
         matcher: Option<&AhoCorasick>,
         track: bool,
         out: &mut Encoding,
@@ -447,7 +439,7 @@ impl Tokenizer {
             SEQUENCE_IDS.with(|ids| -> Result<()> {
                 let ids = &mut *ids.borrow_mut();
                 ids.clear();
-                self.sequence_ids(text, allowed, matcher, ids)?;
+                self.sequence_ids(text, matcher, ids)?;
                 out.tokens.extend(ids.iter().map(|&id| {
                     let special = !self.special_ids.is_empty() && self.is_special(id);
                     Token::new(id, type_id, special, Some(sequence), (0, 0), None)
