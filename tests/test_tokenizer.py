@@ -118,7 +118,7 @@ def test_padding_equals_tokenizers(bert_vocab, flores, padding):
 
 
 def test_byte_level_offsets_cover_the_text(cl100k, flores):
-    tok = polytok.Tokenizer(cl100k.model, pre_tokenizer=pre_tokenizers.Pattern("cl100k"))
+    tok = polytok.Tokenizer(cl100k, pre_tokenizer=pre_tokenizers.Pattern("cl100k"))  # its model
     texts = [line for language in LANGUAGES for line in flores[language][:50]]
     for text, encoding in zip(texts, tok.encode_batch(texts)):
         assert encoding.ids == cl100k.encode(text)

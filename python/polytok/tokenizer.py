@@ -60,7 +60,7 @@ class Tokenizer:
     post-processor, truncation, padding and decoder.
 
     ``model``: the Rust model of a tokenizer (``BPETokenizer(...).model``
-    and the like). ``special_tokens``: text that is one token of the given
+    and the like), or a tokenizer, whose model is taken (not its steps). ``special_tokens``: text that is one token of the given
     id, recognized in text when allowed (``allowed_special``), before
     normalization. Components are from :mod:`polytok.normalizers`,
     :mod:`polytok.pre_tokenizers`, :mod:`polytok.processors` and
@@ -69,7 +69,7 @@ class Tokenizer:
 
     def __init__(
         self,
-        model: Model,
+        model: Model | Tokenizer,
         *,
         normalizer: Component | None = None,
         pre_tokenizer: PreTokenizer | None = None,
@@ -77,6 +77,8 @@ class Tokenizer:
         decoder: Component | None = None,
         special_tokens: Mapping[str, int] | None = None,
     ) -> None:
+        if isinstance(model, Tokenizer):
+            model = model.model
         if not isinstance(model, (_core.Bpe, _core.WordPiece, _core.Unigram)):
             raise TypeError(
                 f"model must be a polytok model (e.g. BPETokenizer(...).model), not {type(model).__name__}"
