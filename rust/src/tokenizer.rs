@@ -397,6 +397,9 @@ impl Tokenizer {
         // Special tokens are found here, for every model and path; the
         // stretches between them go to the model's fused encoder (a
         // preset's own text handling) or through the pipeline's steps.
+        if self.fused && matcher.is_none() {
+            return self.model.encode_whole(text, out);
+        }
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
             split_special(text, matcher, |segment| -> Result<()> {
