@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
+use rayon::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 
 use super::{
@@ -223,14 +224,16 @@ impl Pipeline {
             .iter()
             .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
-            .map_err(to_py)?;
-        let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
-        // Row by row: the padding before the tokens (left padding), the
-        // tokens, then padding to the width; no padded list is made.
-        let matrix = |field: &dyn Fn(&Token) -> u32, pad: &dyn Fn(&RustEncoding) -> u32| {
-            PyBytes::new_with(py, encodings.len() * width * 4, |buffer| {
-                for (row, e) in buffer.chunks_exact_mut((width * 4).max(1)).zip(&encodings) {
+        let arrays = in_pool(py, || -> Result<_, crate::error::Error> {
+            let encodings = self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false)?;
+            let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
+            // Row by row, on all cores: the padding before the tokens (left
+            // padding), the tokens, then padding to the width; no padded
+            // list is made. (A batch padded to its longest is mostly
+            // padding: writing it is much of the work.)
+            let matrix = |field: &(dyn Fn(&Token) -> u32 + Sync), pad: &(dyn Fn(&RustEncoding) -> u32 + Sync)| {
+                let mut buffer = vec![0u8; encodings.len() * width * 4];
+                buffer.par_chunks_exact_mut((width * 4).max(1)).zip(&encodings).for_each(|(row, e)| {
                     let fill = pad(e).to_ne_bytes();
                     let (before, rest) = row.split_at_mut(e.first_token() * 4);
                     let (tokens, after) = rest.split_at_mut(e.tokens.len() * 4);
@@ -240,15 +243,24 @@ impl Pipeline {
                     for (word, token) in tokens.chunks_exact_mut(4).zip(&e.tokens) {
                         word.copy_from_slice(&field(token).to_ne_bytes());
                     }
-                }
-                Ok(())
-            })
-        };
-        let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
+                });
+                buffer
+            };
+            let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
+            Ok((
+                matrix(&|t| t.id, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id }),
+                matrix(&|_| 1, &|_| 0),
+                matrix(&|t| t.type_id, &|e| e.pad.type_id),
+                lengths,
+                width,
+            ))
+        })?
+        .map_err(to_py)?;
+        let (ids, mask, types, lengths, width) = arrays;
         Ok((
-            matrix(&|t| t.id, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id })?,
-            matrix(&|_| 1, &|_| 0)?,
-            matrix(&|t| t.type_id, &|e| e.pad.type_id)?,
+            PyBytes::new(py, &ids),
+            PyBytes::new(py, &mask),
+            PyBytes::new(py, &types),
             PyBytes::new(py, &lengths),
             width,
         ))
