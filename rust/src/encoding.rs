@@ -42,7 +42,14 @@ const NO_WORD: u32 = u32::MAX;
 const NO_SEQUENCE: u8 = u8::MAX;
 
 impl Token {
-    pub fn new(id: u32, type_id: u32, special: bool, sequence: Option<u32>, offsets: (u32, u32), word: Option<u32>) -> Self {
+    pub fn new(
+        id: u32,
+        type_id: u32,
+        special: bool,
+        sequence: Option<u32>,
+        offsets: (u32, u32),
+        word: Option<u32>,
+    ) -> Self {
         Token {
             id,
             type_id,
@@ -79,7 +86,10 @@ pub struct Encoding {
 impl Encoding {
     /// An empty encoding, with offsets or not.
     pub fn new(with_offsets: bool) -> Self {
-        Encoding { with_offsets, ..Default::default() }
+        Encoding {
+            with_offsets,
+            ..Default::default()
+        }
     }
 
     /// The number of tokens, padding included.
@@ -93,7 +103,11 @@ impl Encoding {
 
     /// Where the tokens start among the padded positions.
     pub fn first_token(&self) -> usize {
-        if self.pad.left { self.pad.count } else { 0 }
+        if self.pad.left {
+            self.pad.count
+        } else {
+            0
+        }
     }
 
     /// One field of every token, with the padding's `value`s around.
@@ -152,7 +166,12 @@ impl Encoding {
 
     /// Appends tokens `range` of `other`, with type id `type_id` (or
     /// their own).
-    pub fn extend_from(&mut self, other: &Encoding, range: std::ops::Range<usize>, type_id: Option<u32>) {
+    pub fn extend_from(
+        &mut self,
+        other: &Encoding,
+        range: std::ops::Range<usize>,
+        type_id: Option<u32>,
+    ) {
         let tokens = other.tokens[range].iter();
         match type_id {
             Some(type_id) => self.tokens.extend(tokens.map(|t| Token { type_id, ..*t })),
@@ -165,7 +184,9 @@ impl Encoding {
     pub fn char_to_token(&self, char: u32, sequence: u32) -> Option<usize> {
         self.tokens
             .iter()
-            .position(|t| t.sequence() == Some(sequence) && t.offsets.0 <= char && char < t.offsets.1)
+            .position(|t| {
+                t.sequence() == Some(sequence) && t.offsets.0 <= char && char < t.offsets.1
+            })
             .map(|i| i + self.first_token())
     }
 

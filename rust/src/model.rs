@@ -39,7 +39,11 @@ impl Model {
             Model::Unigram(m) => {
                 for range in pieces {
                     let at = range.start as u32;
-                    m.encode_piece(&text[range.clone()], ids, ends.as_deref_mut().map(|e| (e, at)));
+                    m.encode_piece(
+                        &text[range.clone()],
+                        ids,
+                        ends.as_deref_mut().map(|e| (e, at)),
+                    );
                 }
             }
         }
@@ -81,11 +85,20 @@ impl Model {
     /// A token's text as the decoders see it: a BPE token's bytes, a
     /// WordPiece token (`##ing`), a Unigram piece (`▁the`, `<0xE3>`).
     pub fn token(&self, id: u32) -> Result<Cow<'_, [u8]>> {
-        let unknown = || Error::UnknownTokenId { id, vocab_size: self.vocab_size() };
+        let unknown = || Error::UnknownTokenId {
+            id,
+            vocab_size: self.vocab_size(),
+        };
         Ok(match self {
             Model::Bpe(m) => Cow::Borrowed(m.token_bytes(id)?),
             Model::WordPiece(m) => Cow::Borrowed(m.token(id)?.as_bytes()),
-            Model::Unigram(m) => Cow::Borrowed(m.pieces().get(id as usize).ok_or_else(unknown)?.text.as_bytes()),
+            Model::Unigram(m) => Cow::Borrowed(
+                m.pieces()
+                    .get(id as usize)
+                    .ok_or_else(unknown)?
+                    .text
+                    .as_bytes(),
+            ),
         })
     }
 

@@ -43,7 +43,10 @@ pub enum PostProcessor {
         special_tokens: BTreeMap<String, TemplateToken>,
     },
     /// `[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`, type ids 0 then 1.
-    BertProcessing { sep: (String, u32), cls: (String, u32) },
+    BertProcessing {
+        sep: (String, u32),
+        cls: (String, u32),
+    },
     /// `<s> A </s>` and `<s> A </s></s> B </s>`, type ids 0.
     RobertaProcessing {
         sep: (String, u32),
@@ -68,12 +71,26 @@ impl Template {
     /// holding its sequences once) and turns it into a template.
     pub fn new(processor: &PostProcessor) -> Result<Self> {
         let special = |(text, id): &(String, u32)| {
-            (text.clone(), TemplateToken { id: text.clone(), ids: vec![*id], tokens: vec![text.clone()] })
+            (
+                text.clone(),
+                TemplateToken {
+                    id: text.clone(),
+                    ids: vec![*id],
+                    tokens: vec![text.clone()],
+                },
+            )
         };
-        let item = |text: &str, type_id| TemplatePiece::SpecialToken { id: text.to_owned(), type_id };
+        let item = |text: &str, type_id| TemplatePiece::SpecialToken {
+            id: text.to_owned(),
+            type_id,
+        };
         let seq = |id, type_id| TemplatePiece::Sequence { id, type_id };
         let template = match processor {
-            PostProcessor::TemplateProcessing { single, pair, special_tokens } => Template {
+            PostProcessor::TemplateProcessing {
+                single,
+                pair,
+                special_tokens,
+            } => Template {
                 single: single.clone(),
                 pair: pair.clone(),
                 tokens: special_tokens.clone(),
@@ -102,7 +119,10 @@ impl Template {
                 tokens: [special(cls), special(sep)].into_iter().collect(),
             },
         };
-        for (name, pieces) in [("single", Some(&template.single)), ("pair", template.pair.as_ref())] {
+        for (name, pieces) in [
+            ("single", Some(&template.single)),
+            ("pair", template.pair.as_ref()),
+        ] {
             let Some(pieces) = pieces else { continue };
             for piece in pieces {
                 if let TemplatePiece::SpecialToken { id, .. } = piece {
@@ -123,7 +143,11 @@ impl Template {
             if (count(SequenceId::A), count(SequenceId::B)) != wanted {
                 return Err(Error::invalid(format!(
                     "template {name}: must hold {} exactly once",
-                    if name == "single" { "$A (and no $B)" } else { "$A and $B" }
+                    if name == "single" {
+                        "$A (and no $B)"
+                    } else {
+                        "$A and $B"
+                    }
                 )));
             }
         }
@@ -155,9 +179,11 @@ impl Template {
     /// The items of the single or the pair template.
     pub fn pieces(&self, pair: bool) -> Result<&[TemplatePiece]> {
         if pair {
-            self.pair
-                .as_deref()
-                .ok_or_else(|| Error::invalid("a pair of texts was given, but the post-processor's template has no pair form"))
+            self.pair.as_deref().ok_or_else(|| {
+                Error::invalid(
+                    "a pair of texts was given, but the post-processor's template has no pair form",
+                )
+            })
         } else {
             Ok(&self.single)
         }
@@ -171,7 +197,9 @@ impl Template {
     ) -> Result<()> {
         for piece in &self.single {
             match piece {
-                TemplatePiece::SpecialToken { id, .. } => out.extend_from_slice(&self.tokens[id].ids),
+                TemplatePiece::SpecialToken { id, .. } => {
+                    out.extend_from_slice(&self.tokens[id].ids)
+                }
                 TemplatePiece::Sequence { .. } => sequence(out)?,
             }
         }
@@ -182,7 +210,8 @@ impl Template {
     pub fn apply(&self, a: &Encoding, b: Option<&Encoding>) -> Result<Encoding> {
         let pieces = self.pieces(b.is_some())?;
         let mut out = Encoding::new(a.with_offsets);
-        out.tokens.reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?);
+        out.tokens
+            .reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?);
         for piece in pieces {
             match piece {
                 TemplatePiece::SpecialToken { id, type_id } => {
@@ -277,7 +306,9 @@ impl Truncation {
         }
         match (self.strategy, b) {
             (TruncationStrategy::OnlySecond, None) => {
-                return Err(Error::invalid("truncation strategy only_second needs a pair of texts"));
+                return Err(Error::invalid(
+                    "truncation strategy only_second needs a pair of texts",
+                ));
             }
             (TruncationStrategy::OnlySecond, Some(b)) => {
                 let keep = budget.checked_sub(a.len()).filter(|&k| k > 0).ok_or_else(|| {
@@ -458,13 +489,24 @@ mod tests {
     fn encoding(ids: &[u32]) -> Encoding {
         let mut e = Encoding::new(true);
         for (i, &id) in ids.iter().enumerate() {
-            e.push(Token::new(id, 0, false, Some(0), (i as u32, i as u32 + 1), Some(i as u32)));
+            e.push(Token::new(
+                id,
+                0,
+                false,
+                Some(0),
+                (i as u32, i as u32 + 1),
+                Some(i as u32),
+            ));
         }
         e
     }
 
     fn bert() -> Template {
-        Template::new(&PostProcessor::BertProcessing { sep: ("[SEP]".into(), 102), cls: ("[CLS]".into(), 101) }).unwrap()
+        Template::new(&PostProcessor::BertProcessing {
+            sep: ("[SEP]".into(), 102),
+            cls: ("[CLS]".into(), 101),
+        })
+        .unwrap()
     }
 
     #[test]
@@ -479,19 +521,31 @@ mod tests {
         assert_eq!(e.padded_type_ids(), [0, 0, 0, 1, 1, 1]);
         assert_eq!(e.padded_special_tokens_mask(), [1, 0, 1, 0, 0, 1]);
         assert_eq!(e.padded_offsets()[1], (0, 1));
-        assert_eq!(e.padded_sequence_ids(), [None, Some(0), None, Some(1), Some(1), None]);
+        assert_eq!(
+            e.padded_sequence_ids(),
+            [None, Some(0), None, Some(1), Some(1), None]
+        );
         assert_eq!(t.added_tokens(true).unwrap(), 3);
     }
 
     #[test]
     fn truncation_windows_overlap_by_stride() {
-        let t = Truncation { max_length: 4, stride: 1, strategy: TruncationStrategy::LongestFirst, direction: Direction::Right };
+        let t = Truncation {
+            max_length: 4,
+            stride: 1,
+            strategy: TruncationStrategy::LongestFirst,
+            direction: Direction::Right,
+        };
         let mut e = encoding(&[1, 2, 3, 4, 5, 6, 7]);
         t.apply(&mut e, None, 0).unwrap();
         assert_eq!(e.padded_ids(), [1, 2, 3, 4]);
         let windows: Vec<_> = e.overflowing.iter().map(|o| o.padded_ids()).collect();
         assert_eq!(windows, [vec![4, 5, 6, 7]]);
-        let left = Truncation { direction: Direction::Left, stride: 0, ..t.clone() };
+        let left = Truncation {
+            direction: Direction::Left,
+            stride: 0,
+            ..t.clone()
+        };
         let mut e = encoding(&[1, 2, 3, 4, 5, 6, 7]);
         left.apply(&mut e, None, 0).unwrap();
         assert_eq!(e.padded_ids(), [4, 5, 6, 7]);
@@ -502,7 +556,12 @@ mod tests {
 
     #[test]
     fn longest_first_shares_the_budget() {
-        let t = Truncation { max_length: 6, stride: 0, strategy: TruncationStrategy::LongestFirst, direction: Direction::Right };
+        let t = Truncation {
+            max_length: 6,
+            stride: 0,
+            strategy: TruncationStrategy::LongestFirst,
+            direction: Direction::Right,
+        };
         let (mut a, mut b) = (encoding(&[1, 2]), encoding(&[3, 4, 5, 6, 7, 8]));
         t.apply(&mut a, Some(&mut b), 0).unwrap();
         assert_eq!((a.len(), b.len()), (2, 4));
@@ -534,17 +593,33 @@ mod tests {
     #[test]
     fn template_errors_name_the_problem() {
         let bad = PostProcessor::TemplateProcessing {
-            single: vec![TemplatePiece::SpecialToken { id: "[X]".into(), type_id: 0 }, TemplatePiece::Sequence { id: SequenceId::A, type_id: 0 }],
+            single: vec![
+                TemplatePiece::SpecialToken {
+                    id: "[X]".into(),
+                    type_id: 0,
+                },
+                TemplatePiece::Sequence {
+                    id: SequenceId::A,
+                    type_id: 0,
+                },
+            ],
             pair: None,
             special_tokens: BTreeMap::new(),
         };
         assert!(Template::new(&bad).unwrap_err().to_string().contains("[X]"));
         let single = Template::new(&PostProcessor::TemplateProcessing {
-            single: vec![TemplatePiece::Sequence { id: SequenceId::A, type_id: 0 }],
+            single: vec![TemplatePiece::Sequence {
+                id: SequenceId::A,
+                type_id: 0,
+            }],
             pair: None,
             special_tokens: BTreeMap::new(),
         })
         .unwrap();
-        assert!(single.apply(&encoding(&[1]), Some(&encoding(&[2]))).unwrap_err().to_string().contains("pair"));
+        assert!(single
+            .apply(&encoding(&[1]), Some(&encoding(&[2])))
+            .unwrap_err()
+            .to_string()
+            .contains("pair"));
     }
 }

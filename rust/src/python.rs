@@ -360,7 +360,11 @@ fn read_json<M: Send>(
     read: impl FnOnce(&str, &str) -> Result<(M, Record, Record), Error> + Send,
 ) -> PyResult<(M, Option<String>, Option<String>)> {
     let (model, training, pipeline) = guarded(py, true, || read(json, source))?.map_err(to_py)?;
-    Ok((model, training.map(|t| t.to_string()), pipeline.map(|p| p.to_string())))
+    Ok((
+        model,
+        training.map(|t| t.to_string()),
+        pipeline.map(|p| p.to_string()),
+    ))
 }
 
 /// A record (training, pipeline) given as JSON text by the Python side.
@@ -382,7 +386,10 @@ struct Settings<'a, 'py> {
 
 impl<'a, 'py> Settings<'a, 'py> {
     fn new(dict: &'a Bound<'py, PyDict>) -> Self {
-        Settings { dict, read: Vec::new() }
+        Settings {
+            dict,
+            read: Vec::new(),
+        }
     }
 
     /// The setting `name`, which must be given.
@@ -412,7 +419,10 @@ impl<'a, 'py> Settings<'a, 'py> {
     /// Refuses a key that is not one of the settings read.
     fn finish(self) -> PyResult<()> {
         for key in self.dict.keys() {
-            if !key.extract::<&str>().is_ok_and(|key| self.read.contains(&key)) {
+            if !key
+                .extract::<&str>()
+                .is_ok_and(|key| self.read.contains(&key))
+            {
                 return Err(PyValueError::new_err(format!(
                     "unknown training setting {}; the settings are {}",
                     key.repr()?,
@@ -554,7 +564,10 @@ struct Bpe {
 impl Bpe {
     fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(Bpe { model: Arc::new(model), ints: Arc::new(ints) })
+        Ok(Bpe {
+            model: Arc::new(model),
+            ints: Arc::new(ints),
+        })
     }
 }
 
@@ -592,7 +605,11 @@ impl Bpe {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+    fn from_json(
+        py: Python<'_>,
+        json: &str,
+        source: &str,
+    ) -> PyResult<(Self, Option<String>, Option<String>)> {
         let (model, training, pipeline) = read_json(py, json, source, BpeModel::from_json)?;
         Ok((Bpe::new(py, model)?, training, pipeline))
     }
@@ -601,7 +618,10 @@ impl Bpe {
     /// in the file.
     #[pyo3(signature = (training = None, pipeline = None))]
     fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
+        Ok(self.model.to_json(
+            parse_record(training, "training")?.as_ref(),
+            parse_record(pipeline, "pipeline")?.as_ref(),
+        ))
     }
 
     #[staticmethod]
@@ -718,7 +738,10 @@ struct WordPiece {
 impl WordPiece {
     fn new(py: Python<'_>, model: WordPieceModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.vocab().len())?;
-        Ok(WordPiece { model: Arc::new(model), ints: Arc::new(ints) })
+        Ok(WordPiece {
+            model: Arc::new(model),
+            ints: Arc::new(ints),
+        })
     }
 }
 
@@ -748,8 +771,10 @@ impl WordPiece {
             limit_alphabet: s.or("limit_alphabet", None)?,
             model: WordPieceSettings {
                 unk_token: s.or("unk_token", bert.unk_token)?,
-                continuing_subword_prefix: s.or("continuing_subword_prefix", bert.continuing_subword_prefix)?,
-                max_input_chars_per_word: s.or("max_input_chars_per_word", bert.max_input_chars_per_word)?,
+                continuing_subword_prefix: s
+                    .or("continuing_subword_prefix", bert.continuing_subword_prefix)?,
+                max_input_chars_per_word: s
+                    .or("max_input_chars_per_word", bert.max_input_chars_per_word)?,
                 normalizer,
                 special_tokens: counter.counter.special_tokens().to_vec(),
             },
@@ -801,7 +826,11 @@ impl WordPiece {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+    fn from_json(
+        py: Python<'_>,
+        json: &str,
+        source: &str,
+    ) -> PyResult<(Self, Option<String>, Option<String>)> {
         let (model, training, pipeline) = read_json(py, json, source, WordPieceModel::from_json)?;
         Ok((WordPiece::new(py, model)?, training, pipeline))
     }
@@ -810,7 +839,10 @@ impl WordPiece {
     /// in the file.
     #[pyo3(signature = (training = None, pipeline = None))]
     fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
+        Ok(self.model.to_json(
+            parse_record(training, "training")?.as_ref(),
+            parse_record(pipeline, "pipeline")?.as_ref(),
+        ))
     }
 
     fn to_vocab_txt(&self) -> String {
@@ -904,7 +936,10 @@ struct Unigram {
 impl Unigram {
     fn new(py: Python<'_>, model: UnigramModel) -> PyResult<Self> {
         let ints = Ints::new(py, model.pieces().len())?;
-        Ok(Unigram { model: Arc::new(model), ints: Arc::new(ints) })
+        Ok(Unigram {
+            model: Arc::new(model),
+            ints: Arc::new(ints),
+        })
     }
 
     fn piece_at(&self, id: u32) -> PyResult<&unigram::Piece> {
@@ -940,7 +975,10 @@ impl Unigram {
             character_coverage: s.or("character_coverage", 0.9995)?,
             byte_fallback: s.or("byte_fallback", false)?,
             unk_token: s.or("unk_token", "<unk>".to_owned())?,
-            special_tokens: s.or("special_tokens", ["<s>", "</s>", "<pad>"].map(str::to_owned).to_vec())?,
+            special_tokens: s.or(
+                "special_tokens",
+                ["<s>", "</s>", "<pad>"].map(str::to_owned).to_vec(),
+            )?,
             rules: PieceRules {
                 max_piece_chars: s.or("max_piece_length", 16)?,
                 split_by_script: s.or("split_by_script", true)?,
@@ -965,7 +1003,11 @@ impl Unigram {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, json: &str, source: &str) -> PyResult<(Self, Option<String>, Option<String>)> {
+    fn from_json(
+        py: Python<'_>,
+        json: &str,
+        source: &str,
+    ) -> PyResult<(Self, Option<String>, Option<String>)> {
         let (model, training, pipeline) = read_json(py, json, source, UnigramModel::from_json)?;
         Ok((Unigram::new(py, model)?, training, pipeline))
     }
@@ -974,7 +1016,10 @@ impl Unigram {
     /// in the file.
     #[pyo3(signature = (training = None, pipeline = None))]
     fn to_json(&self, training: Option<&str>, pipeline: Option<&str>) -> PyResult<String> {
-        Ok(self.model.to_json(parse_record(training, "training")?.as_ref(), parse_record(pipeline, "pipeline")?.as_ref()))
+        Ok(self.model.to_json(
+            parse_record(training, "training")?.as_ref(),
+            parse_record(pipeline, "pipeline")?.as_ref(),
+        ))
     }
 
     /// A SentencePiece `.model` file's bytes.
@@ -1119,7 +1164,11 @@ fn word_counts(py: Python<'_>, texts: Vec<Vec<String>>) -> PyResult<Vec<(Vec<Str
 /// each character of the result the `(start, end)` character offsets in
 /// `text` that it stands for (empty for an inserted character).
 #[pyfunction]
-fn normalize(py: Python<'_>, spec_json: &str, text: &str) -> PyResult<(String, Vec<(usize, usize)>)> {
+fn normalize(
+    py: Python<'_>,
+    spec_json: &str,
+    text: &str,
+) -> PyResult<(String, Vec<(usize, usize)>)> {
     let normalizer = crate::text::normalizers::Normalizer::from_json(spec_json).map_err(to_py)?;
     guarded(py, true, || normalizer.normalize_with_char_offsets(text))?.map_err(to_py)
 }

@@ -14,15 +14,17 @@ use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::batch::IdRuns;
 use crate::decoders::Decoder;
 use crate::encoding::{Encoding, Token};
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::processors::{Padding, PaddingStrategy, PostProcessor, SequenceId, Template, TemplatePiece, Truncation};
+use crate::processors::{
+    Padding, PaddingStrategy, PostProcessor, SequenceId, Template, TemplatePiece, Truncation,
+};
 use crate::text::normalizers::Normalizer;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
 use crate::text::Normalized;
-use crate::batch::IdRuns;
 use crate::vocab::{allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment};
 
 /// The pipeline's settings, as saved (JSON).
@@ -91,8 +93,16 @@ impl Tokenizer {
             .as_ref()
             .map(Normalizer::from_value)
             .transpose()?;
-        let pre_tokenizer = spec.pre_tokenizer.as_ref().map(PreTokenizer::new).transpose()?;
-        let template = spec.post_processor.as_ref().map(Template::new).transpose()?;
+        let pre_tokenizer = spec
+            .pre_tokenizer
+            .as_ref()
+            .map(PreTokenizer::new)
+            .transpose()?;
+        let template = spec
+            .post_processor
+            .as_ref()
+            .map(Template::new)
+            .transpose()?;
         let decoder = spec
             .decoder
             .as_ref()
@@ -110,7 +120,11 @@ impl Tokenizer {
             }
         }
         if let Some(t) = &spec.truncation {
-            let added = |pair| template.as_ref().map_or(Ok(0), |t: &Template| t.added_tokens(pair));
+            let added = |pair| {
+                template
+                    .as_ref()
+                    .map_or(Ok(0), |t: &Template| t.added_tokens(pair))
+            };
             t.check(added(false)?, added(true).ok())?;
         }
         if let Some(p) = &spec.padding {
@@ -122,7 +136,11 @@ impl Tokenizer {
                 )));
             }
         }
-        let texts: Vec<&str> = spec.special_tokens.iter().map(|(t, _)| t.as_str()).collect();
+        let texts: Vec<&str> = spec
+            .special_tokens
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .collect();
         let mut special_ids: Vec<u32> = spec.special_tokens.iter().map(|&(_, id)| id).collect();
         special_ids.extend(template.iter().flat_map(Template::token_ids));
         special_ids.sort_unstable();
@@ -231,7 +249,9 @@ impl Tokenizer {
         if let Some(p) = &self.padding {
             let longest = encodings
                 .iter()
-                .flat_map(|e| std::iter::once(e.len()).chain(e.overflowing.iter().map(Encoding::len)))
+                .flat_map(|e| {
+                    std::iter::once(e.len()).chain(e.overflowing.iter().map(Encoding::len))
+                })
                 .max()
                 .unwrap_or(0);
             let target = p.target(longest);
@@ -240,7 +260,10 @@ impl Tokenizer {
         Ok(encodings)
     }
 
-    fn matcher(&self, allowed: &AllowedSpecial) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
+    fn matcher(
+        &self,
+        allowed: &AllowedSpecial,
+    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
         allowed_matcher(
             self.special_matcher.as_ref(),
             |text| self.special_tokens.iter().any(|(t, _)| t == text),
@@ -275,7 +298,9 @@ impl Tokenizer {
                                     SequenceId::A => (a, 0),
                                     SequenceId::B => (b.expect("a pair template with a pair"), 1),
                                 };
-                                self.encode_sequence(text, sequence, *type_id, matcher, track, &mut out)?;
+                                self.encode_sequence(
+                                    text, sequence, *type_id, matcher, track, &mut out,
+                                )?;
                             }
                         }
                     }
@@ -309,7 +334,12 @@ impl Tokenizer {
     /// combine them: each window of `a` with `b` (itself holding the
     /// windows of `b` with it) and with each window of `b`, then `a`
     /// (holding the windows of `a`) with each window of `b`.
-    fn merge(&self, a: &Encoding, b: Option<&Encoding>, template: Option<&Template>) -> Result<Encoding> {
+    fn merge(
+        &self,
+        a: &Encoding,
+        b: Option<&Encoding>,
+        template: Option<&Template>,
+    ) -> Result<Encoding> {
         let combine = |a: &Encoding, b: Option<&Encoding>| match template {
             Some(t) => t.apply(a, b),
             None => {
@@ -323,17 +353,23 @@ impl Tokenizer {
         };
         let mut out = combine(a, b)?;
         let Some(b) = b else {
-            out.overflowing = a.overflowing.iter().map(|w| combine(w, None)).collect::<Result<_>>()?;
+            out.overflowing = a
+                .overflowing
+                .iter()
+                .map(|w| combine(w, None))
+                .collect::<Result<_>>()?;
             return Ok(out);
         };
         for a_window in &a.overflowing {
-            out.overflowing.push(self.merge(a_window, Some(b), template)?);
+            out.overflowing
+                .push(self.merge(a_window, Some(b), template)?);
             for b_window in &b.overflowing {
                 out.overflowing.push(combine(a_window, Some(b_window))?);
             }
         }
         for b_window in &b.overflowing {
-            out.overflowing.push(self.merge(a, Some(b_window), template)?);
+            out.overflowing
+                .push(self.merge(a, Some(b_window), template)?);
         }
         Ok(out)
     }
@@ -366,7 +402,10 @@ impl Tokenizer {
         allowed: &AllowedSpecial,
         runs: &mut IdRuns,
     ) -> Result<()> {
-        if self.fused && (self.template.is_none() || !add_special_tokens) && matches!(allowed, AllowedSpecial::None) {
+        if self.fused
+            && (self.template.is_none() || !add_special_tokens)
+            && matches!(allowed, AllowedSpecial::None)
+        {
             // Nothing around the model and no special tokens to find: its
             // own batch loop, which keeps its state for the whole chunk.
             return self.model.encode_texts(texts, runs);
@@ -393,7 +432,12 @@ impl Tokenizer {
 
     /// Appends the ids of one text (no template): the model's fused
     /// encoder, or the pipeline without offsets.
-    fn sequence_ids(&self, text: &str, matcher: Option<&AhoCorasick>, out: &mut Vec<u32>) -> Result<()> {
+    fn sequence_ids(
+        &self,
+        text: &str,
+        matcher: Option<&AhoCorasick>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         // Special tokens are found here, for every model and path; the
         // stretches between them go to the model's fused encoder (a
         // preset's own text handling) or through the pipeline's steps.
@@ -409,7 +453,8 @@ impl Tokenizer {
                     Segment::Text(part) if !part.is_empty() => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
                         self.pieces(part, offset, false, scratch)?;
-                        self.model.encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
+                        self.model
+                            .encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
                     }
                     Segment::Text(_) => {}
                 }
@@ -460,12 +505,24 @@ impl Tokenizer {
                     Segment::Special(token) => {
                         let start = token.as_ptr() as usize - text.as_ptr() as usize;
                         let span = chars.span(start as u32, (start + token.len()) as u32);
-                        out.push(Token::new(self.special_id(token), type_id, true, Some(sequence), span, Some(word)));
+                        out.push(Token::new(
+                            self.special_id(token),
+                            type_id,
+                            true,
+                            Some(sequence),
+                            span,
+                            Some(word),
+                        ));
                         word += 1;
                     }
                     Segment::Text(part) if !part.is_empty() => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        let at = Place { offset, sequence, type_id, word };
+                        let at = Place {
+                            offset,
+                            sequence,
+                            type_id,
+                            word,
+                        };
                         word = self.encode_tracked(part, at, &chars, scratch, out)?;
                     }
                     Segment::Text(_) => {}
@@ -504,10 +561,16 @@ impl Tokenizer {
         out: &mut Encoding,
     ) -> Result<u32> {
         self.pieces(part, at.offset, true, scratch)?;
-        let Scratch { text, pieces, ids, ends } = scratch;
+        let Scratch {
+            text,
+            pieces,
+            ids,
+            ends,
+        } = scratch;
         ids.clear();
         ends.clear();
-        self.model.encode_pieces(text.as_str(), pieces, ids, Some(ends));
+        self.model
+            .encode_pieces(text.as_str(), pieces, ids, Some(ends));
         out.tokens.reserve(ids.len());
         let mut piece = 0;
         let mut start = None;
@@ -520,7 +583,14 @@ impl Tokenizer {
             let token_start = start.unwrap_or(pieces[piece].start);
             let (s, e) = text.original_span(token_start..end);
             let word = Some(at.word + piece as u32);
-            out.push(Token::new(id, at.type_id, false, Some(at.sequence), chars.span(s, e), word));
+            out.push(Token::new(
+                id,
+                at.type_id,
+                false,
+                Some(at.sequence),
+                chars.span(s, e),
+                word,
+            ));
             start = Some(end);
         }
         Ok(at.word + pieces.len() as u32)
@@ -558,7 +628,9 @@ impl CharIndex {
             count += (b & 0xC0 != 0x80) as u32;
         }
         before.push(count);
-        CharIndex { before: Some(before) }
+        CharIndex {
+            before: Some(before),
+        }
     }
 
     pub(crate) fn span(&self, start: u32, end: u32) -> (u32, u32) {

@@ -72,7 +72,11 @@ where
 
 impl BpeModel {
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
+    pub fn to_json(
+        &self,
+        training: Option<&serde_json::Value>,
+        pipeline: Option<&serde_json::Value>,
+    ) -> String {
         let pattern = match self.pattern() {
             Pattern::Whole => None,
             Pattern::Regex(re) => Some(PatternEntry {
@@ -107,7 +111,14 @@ impl BpeModel {
 
     /// A model from polytok JSON; `source` names the file in errors. Returns
     /// the training record too.
-    pub fn from_json(json: &str, source: &str) -> Result<(BpeModel, Option<serde_json::Value>, Option<serde_json::Value>)> {
+    pub fn from_json(
+        json: &str,
+        source: &str,
+    ) -> Result<(
+        BpeModel,
+        Option<serde_json::Value>,
+        Option<serde_json::Value>,
+    )> {
         let file: BpeFile = serde_json::from_str(json).map_err(|e| {
             let kind = if e.is_eof() {
                 "is truncated"

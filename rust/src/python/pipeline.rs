@@ -11,12 +11,12 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
+use rayon::prelude::*;
 
 use super::{
-    allowed_special_tokens, encode_batch_lists, encode_list, guarded, in_pool, strings, to_py, Bpe, GcPause, Ints, Unigram,
-    WordPiece, DETACH_BYTES,
+    allowed_special_tokens, encode_batch_lists, encode_list, guarded, in_pool, strings, to_py, Bpe,
+    GcPause, Ints, Unigram, WordPiece, DETACH_BYTES,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -62,7 +62,10 @@ fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
         return Ok((Model::Bpe(m.get().model.clone()), m.get().ints.clone()));
     }
     if let Ok(m) = model.cast::<WordPiece>() {
-        return Ok((Model::WordPiece(m.get().model.clone()), m.get().ints.clone()));
+        return Ok((
+            Model::WordPiece(m.get().model.clone()),
+            m.get().ints.clone(),
+        ));
     }
     if let Ok(m) = model.cast::<Unigram>() {
         return Ok((Model::Unigram(m.get().model.clone()), m.get().ints.clone()));
@@ -74,7 +77,9 @@ fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
 }
 
 /// A batch's inputs: strings, or pairs of strings.
-fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<(Bound<'py, PyString>, Option<Bound<'py, PyString>>)>> {
+fn batch_inputs<'py>(
+    inputs: &Bound<'py, PyList>,
+) -> PyResult<Vec<(Bound<'py, PyString>, Option<Bound<'py, PyString>>)>> {
     inputs
         .iter()
         .enumerate()
@@ -84,7 +89,10 @@ fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<(Bound<'py, Py
             }
             if let Ok(pair) = item.cast::<PyTuple>() {
                 if pair.len() == 2 {
-                    if let (Ok(a), Ok(b)) = (pair.get_item(0)?.cast_into::<PyString>(), pair.get_item(1)?.cast_into::<PyString>()) {
+                    if let (Ok(a), Ok(b)) = (
+                        pair.get_item(0)?.cast_into::<PyString>(),
+                        pair.get_item(1)?.cast_into::<PyString>(),
+                    ) {
                         return Ok((a, Some(b)));
                     }
                 }
@@ -107,11 +115,15 @@ impl Pipeline {
     #[new]
     #[pyo3(signature = (model, spec, fused = false))]
     fn new(model: &Bound<'_, PyAny>, spec: &str, fused: bool) -> PyResult<Self> {
-        let spec: PipelineSpec = serde_json::from_str(spec)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}")))?;
+        let spec: PipelineSpec = serde_json::from_str(spec).map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}"))
+        })?;
         let (model, ints) = model_of(model)?;
         let tokenizer = Tokenizer::new(model, &spec, fused).map_err(to_py)?;
-        Ok(Pipeline { tokenizer: Arc::new(tokenizer), ints })
+        Ok(Pipeline {
+            tokenizer: Arc::new(tokenizer),
+            ints,
+        })
     }
 
     #[pyo3(signature = (text, pair = None, add_special_tokens = true, allowed_special = None, offsets = false))]
@@ -128,9 +140,19 @@ impl Pipeline {
         let a = text.to_str()?;
         let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
         let long = a.len() + b.map_or(0, str::len) >= DETACH_BYTES;
-        let encoding = guarded(py, long, || self.tokenizer.encode(a, b, add_special_tokens, &allowed, offsets))?
-            .map_err(to_py)?;
-        Ok(self.wrap(encoding, offsets, text.unbind(), pair.map(Bound::unbind), add_special_tokens, allowed))
+        let encoding = guarded(py, long, || {
+            self.tokenizer
+                .encode(a, b, add_special_tokens, &allowed, offsets)
+        })?
+        .map_err(to_py)?;
+        Ok(self.wrap(
+            encoding,
+            offsets,
+            text.unbind(),
+            pair.map(Bound::unbind),
+            add_special_tokens,
+            allowed,
+        ))
     }
 
     #[pyo3(signature = (inputs, add_special_tokens = true, allowed_special = None, offsets = false))]
@@ -148,12 +170,24 @@ impl Pipeline {
             .iter()
             .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let encodings = in_pool(py, || self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, offsets))?
-            .map_err(to_py)?;
+        let encodings = in_pool(py, || {
+            self.tokenizer
+                .encode_batch(&texts, add_special_tokens, &allowed, offsets)
+        })?
+        .map_err(to_py)?;
         Ok(encodings
             .into_iter()
             .zip(inputs)
-            .map(|(e, (a, b))| self.wrap(e, offsets, a.unbind(), b.map(Bound::unbind), add_special_tokens, allowed.clone()))
+            .map(|(e, (a, b))| {
+                self.wrap(
+                    e,
+                    offsets,
+                    a.unbind(),
+                    b.map(Bound::unbind),
+                    add_special_tokens,
+                    allowed.clone(),
+                )
+            })
             .collect())
     }
 
@@ -175,8 +209,10 @@ impl Pipeline {
         }
         let allowed = allowed_special_tokens(allowed_special)?;
         let long = text.len() + pair.map_or(0, str::len) >= DETACH_BYTES;
-        let encoding = guarded(py, long, || tokenizer.encode(text, pair, add_special_tokens, &allowed, false))?
-            .map_err(to_py)?;
+        let encoding = guarded(py, long, || {
+            tokenizer.encode(text, pair, add_special_tokens, &allowed, false)
+        })?
+        .map_err(to_py)?;
         self.ints.list(py, &encoding.padded_ids())
     }
 
@@ -191,17 +227,34 @@ impl Pipeline {
     ) -> PyResult<Bound<'py, PyList>> {
         let tokenizer = &*self.tokenizer;
         if tokenizer.ids_direct() {
-            return encode_batch_lists(py, &self.ints, texts, allowed_special, |chunk, allowed, runs| {
-                tokenizer.encode_texts(chunk, add_special_tokens, allowed, runs)
-            });
+            return encode_batch_lists(
+                py,
+                &self.ints,
+                texts,
+                allowed_special,
+                |chunk, allowed, runs| {
+                    tokenizer.encode_texts(chunk, add_special_tokens, allowed, runs)
+                },
+            );
         }
         let allowed = allowed_special_tokens(allowed_special)?;
         let texts = strings(texts)?;
-        let texts = texts.iter().map(|t| Ok((t.to_str()?, None))).collect::<PyResult<Vec<_>>>()?;
-        let encodings = in_pool(py, || tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false))?
-            .map_err(to_py)?;
+        let texts = texts
+            .iter()
+            .map(|t| Ok((t.to_str()?, None)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let encodings = in_pool(py, || {
+            tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false)
+        })?
+        .map_err(to_py)?;
         let _paused = GcPause::new(py)?;
-        PyList::new(py, encodings.iter().map(|e| self.ints.list(py, &e.padded_ids())).collect::<PyResult<Vec<_>>>()?)
+        PyList::new(
+            py,
+            encodings
+                .iter()
+                .map(|e| self.ints.list(py, &e.padded_ids()))
+                .collect::<PyResult<Vec<_>>>()?,
+        )
     }
 
     /// A batch as arrays for NumPy: `(ids, attention_mask, type_ids,
@@ -217,7 +270,13 @@ impl Pipeline {
         pad_id: u32,
         add_special_tokens: bool,
         allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize)> {
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        usize,
+    )> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let inputs = batch_inputs(inputs)?;
         let texts = inputs
@@ -225,30 +284,45 @@ impl Pipeline {
             .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
             .collect::<PyResult<Vec<_>>>()?;
         let arrays = in_pool(py, || -> Result<_, crate::error::Error> {
-            let encodings = self.tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false)?;
+            let encodings =
+                self.tokenizer
+                    .encode_batch(&texts, add_special_tokens, &allowed, false)?;
             let width = encodings.iter().map(RustEncoding::len).max().unwrap_or(0);
             // Row by row, on all cores: the padding before the tokens (left
             // padding), the tokens, then padding to the width; no padded
             // list is made. (A batch padded to its longest is mostly
             // padding: writing it is much of the work.)
-            let matrix = |field: &(dyn Fn(&Token) -> u32 + Sync), pad: &(dyn Fn(&RustEncoding) -> u32 + Sync)| {
+            let matrix = |field: &(dyn Fn(&Token) -> u32 + Sync),
+                          pad: &(dyn Fn(&RustEncoding) -> u32 + Sync)| {
                 let mut buffer = vec![0u8; encodings.len() * width * 4];
-                buffer.par_chunks_exact_mut((width * 4).max(1)).zip(&encodings).for_each(|(row, e)| {
-                    let fill = pad(e).to_ne_bytes();
-                    let (before, rest) = row.split_at_mut(e.first_token() * 4);
-                    let (tokens, after) = rest.split_at_mut(e.tokens.len() * 4);
-                    for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
-                        word.copy_from_slice(&fill);
-                    }
-                    for (word, token) in tokens.chunks_exact_mut(4).zip(&e.tokens) {
-                        word.copy_from_slice(&field(token).to_ne_bytes());
-                    }
-                });
+                buffer
+                    .par_chunks_exact_mut((width * 4).max(1))
+                    .zip(&encodings)
+                    .for_each(|(row, e)| {
+                        let fill = pad(e).to_ne_bytes();
+                        let (before, rest) = row.split_at_mut(e.first_token() * 4);
+                        let (tokens, after) = rest.split_at_mut(e.tokens.len() * 4);
+                        for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
+                            word.copy_from_slice(&fill);
+                        }
+                        for (word, token) in tokens.chunks_exact_mut(4).zip(&e.tokens) {
+                            word.copy_from_slice(&field(token).to_ne_bytes());
+                        }
+                    });
                 buffer
             };
-            let lengths: Vec<u8> = encodings.iter().flat_map(|e| (e.len() as u32).to_ne_bytes()).collect();
+            let lengths: Vec<u8> = encodings
+                .iter()
+                .flat_map(|e| (e.len() as u32).to_ne_bytes())
+                .collect();
             Ok((
-                matrix(&|t| t.id, &|e| if e.pad.count > 0 { e.pad.id } else { pad_id }),
+                matrix(&|t| t.id, &|e| {
+                    if e.pad.count > 0 {
+                        e.pad.id
+                    } else {
+                        pad_id
+                    }
+                }),
                 matrix(&|_| 1, &|_| 0),
                 matrix(&|t| t.type_id, &|e| e.pad.type_id),
                 lengths,
@@ -280,7 +354,10 @@ impl Pipeline {
     /// The text of `ids` (see `Tokenizer::decode`).
     #[pyo3(signature = (ids, skip_special_tokens = false))]
     fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> PyResult<String> {
-        guarded(py, ids.len() > 1 << 14, || self.tokenizer.decode(&ids, skip_special_tokens))?.map_err(to_py)
+        guarded(py, ids.len() > 1 << 14, || {
+            self.tokenizer.decode(&ids, skip_special_tokens)
+        })?
+        .map_err(to_py)
     }
 
     /// Whether `id` is a special token of the pipeline or its template.
@@ -299,7 +376,12 @@ impl Pipeline {
         add_special_tokens: bool,
         allowed: AllowedSpecial,
     ) -> Encoding {
-        let inputs = (!has_offsets).then_some(Inputs { text, pair, add_special_tokens, allowed });
+        let inputs = (!has_offsets).then_some(Inputs {
+            text,
+            pair,
+            add_special_tokens,
+            allowed,
+        });
         Encoding {
             tokenizer: Some(self.tokenizer.clone()),
             ids_only: encoding,
@@ -323,7 +405,10 @@ impl Encoding {
         let a = inputs.text.bind(py).to_str()?;
         let pair = inputs.pair.as_ref().map(|p| p.bind(py));
         let b = pair.map(|p| p.to_str()).transpose()?;
-        let tokenizer = self.tokenizer.as_ref().expect("an encoding with inputs has its tokenizer");
+        let tokenizer = self
+            .tokenizer
+            .as_ref()
+            .expect("an encoding with inputs has its tokenizer");
         let mut full = tokenizer
             .encode(a, b, inputs.add_special_tokens, &inputs.allowed, true)
             .map_err(to_py)?;
@@ -342,14 +427,24 @@ impl Encoding {
     }
 
     fn with_overflow(&self, e: RustEncoding) -> Encoding {
-        Encoding { tokenizer: self.tokenizer.clone(), ids_only: e, inputs: None, full: OnceLock::new(), tokens: OnceLock::new() }
+        Encoding {
+            tokenizer: self.tokenizer.clone(),
+            ids_only: e,
+            inputs: None,
+            full: OnceLock::new(),
+            tokens: OnceLock::new(),
+        }
     }
 
     fn token_texts(&self) -> PyResult<&Vec<String>> {
         if let Some(tokens) = self.tokens.get() {
             return Ok(tokens);
         }
-        let model = self.tokenizer.as_ref().expect("a detached encoding has its tokens").model();
+        let model = self
+            .tokenizer
+            .as_ref()
+            .expect("a detached encoding has its tokens")
+            .model();
         let tokens = self
             .ids_only
             .padded_ids()
@@ -363,7 +458,20 @@ impl Encoding {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let full = self.full(py)?;
         let state = PyDict::new(py);
-        let records: Vec<_> = full.tokens.iter().map(|t| (t.id, t.type_id, t.special, t.sequence(), t.offsets, t.word())).collect();
+        let records: Vec<_> = full
+            .tokens
+            .iter()
+            .map(|t| {
+                (
+                    t.id,
+                    t.type_id,
+                    t.special,
+                    t.sequence(),
+                    t.offsets,
+                    t.word(),
+                )
+            })
+            .collect();
         state.set_item("tokens_state", records)?;
         let pad = full.pad;
         state.set_item("pad", (pad.count, pad.left, pad.id, pad.type_id))?;
@@ -378,38 +486,59 @@ impl Encoding {
     }
 
     fn from_state(state: &Bound<'_, PyDict>) -> PyResult<Encoding> {
-        fn item<T: for<'a, 'py> pyo3::FromPyObject<'a, 'py>>(state: &Bound<'_, PyDict>, key: &str) -> PyResult<T> {
-            let value = state
-                .get_item(key)?
-                .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("encoding state without {key:?}")))?;
+        fn item<T: for<'a, 'py> pyo3::FromPyObject<'a, 'py>>(
+            state: &Bound<'_, PyDict>,
+            key: &str,
+        ) -> PyResult<T> {
+            let value = state.get_item(key)?.ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("encoding state without {key:?}"))
+            })?;
             value.extract().map_err(Into::into)
         }
-        let overflowing = state
-            .get_item("overflowing")?
-            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("encoding state without \"overflowing\""))?;
-        let records: Vec<(u32, u32, bool, Option<u32>, (u32, u32), Option<u32>)> = item(state, "tokens_state")?;
+        let overflowing = state.get_item("overflowing")?.ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err("encoding state without \"overflowing\"")
+        })?;
+        let records: Vec<(u32, u32, bool, Option<u32>, (u32, u32), Option<u32>)> =
+            item(state, "tokens_state")?;
         let mut encoding = RustEncoding {
             tokens: records
                 .into_iter()
-                .map(|(id, type_id, special, sequence, offsets, word)| Token::new(id, type_id, special, sequence, offsets, word))
+                .map(|(id, type_id, special, sequence, offsets, word)| {
+                    Token::new(id, type_id, special, sequence, offsets, word)
+                })
                 .collect(),
             with_offsets: true,
             overflowing: Vec::new(),
             pad: {
                 let (count, left, id, type_id) = item(state, "pad")?;
-                crate::encoding::Pad { count, left, id, type_id }
+                crate::encoding::Pad {
+                    count,
+                    left,
+                    id,
+                    type_id,
+                }
             },
         };
         for o in overflowing.try_iter()? {
-            encoding.overflowing.push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
+            encoding
+                .overflowing
+                .push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
         }
         let tokens: Vec<String> = item(state, "tokens")?;
         if tokens.len() != encoding.len() {
-            return Err(pyo3::exceptions::PyValueError::new_err("encoding state: its lists differ in length"));
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "encoding state: its lists differ in length",
+            ));
         }
         let cell = OnceLock::new();
         cell.set(tokens).expect("a fresh cell");
-        Ok(Encoding { tokenizer: None, ids_only: encoding, inputs: None, full: OnceLock::new(), tokens: cell })
+        Ok(Encoding {
+            tokenizer: None,
+            ids_only: encoding,
+            inputs: None,
+            full: OnceLock::new(),
+            tokens: cell,
+        })
     }
 }
 
@@ -459,13 +588,23 @@ impl Encoding {
 
     #[getter]
     fn overflowing(&self, py: Python<'_>) -> PyResult<Vec<Encoding>> {
-        Ok(self.full(py)?.overflowing.iter().map(|o| self.with_overflow(o.clone())).collect())
+        Ok(self
+            .full(py)?
+            .overflowing
+            .iter()
+            .map(|o| self.with_overflow(o.clone()))
+            .collect())
     }
 
     /// The index of the token holding character `char` of input
     /// `sequence_index`, or `None`.
     #[pyo3(signature = (char, sequence_index = 0))]
-    fn char_to_token(&self, py: Python<'_>, char: u32, sequence_index: u32) -> PyResult<Option<usize>> {
+    fn char_to_token(
+        &self,
+        py: Python<'_>,
+        char: u32,
+        sequence_index: u32,
+    ) -> PyResult<Option<usize>> {
         Ok(self.full(py)?.char_to_token(char, sequence_index))
     }
 
@@ -473,7 +612,10 @@ impl Encoding {
     /// added tokens.
     fn token_to_chars(&self, py: Python<'_>, index: usize) -> PyResult<Option<(u32, u32)>> {
         if index >= self.ids_only.len() {
-            return Err(PyIndexError::new_err(format!("token index {index} out of range (the encoding has {} tokens)", self.ids_only.len())));
+            return Err(PyIndexError::new_err(format!(
+                "token index {index} out of range (the encoding has {} tokens)",
+                self.ids_only.len()
+            )));
         }
         Ok(self.full(py)?.token_to_chars(index).map(|(_, span)| span))
     }
@@ -483,7 +625,11 @@ impl Encoding {
     }
 
     /// An id, or a list of ids for a slice.
-    fn __getitem__<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(slice) = index.cast::<PySlice>() {
             let ids = PyList::new(py, &*self.ids_only.padded_ids())?;
             return ids.as_any().get_item(slice);
@@ -494,17 +640,23 @@ impl Encoding {
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err("encoding index out of range"));
         }
-        Ok(self.ids_only.padded_ids()[i as usize].into_pyobject(py)?.into_any())
+        Ok(self.ids_only.padded_ids()[i as usize]
+            .into_pyobject(py)?
+            .into_any())
     }
 
     /// Its ids, one after another.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PyList::new(py, &*self.ids_only.padded_ids())?.try_iter().map(|it| it.into_any())
+        PyList::new(py, &*self.ids_only.padded_ids())?
+            .try_iter()
+            .map(|it| it.into_any())
     }
 
     /// Pickles with everything (offsets and tokens computed first); the
     /// copy does not need the tokenizer.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
         let restore = slf.get_type().getattr("_restore")?;
         Ok((restore, (slf.get().state(slf.py())?,)))
     }
@@ -519,12 +671,19 @@ impl Encoding {
         if let Ok(other) = other.cast::<Encoding>() {
             return Ok(other.get().ids_only.padded_ids() == self.ids_only.padded_ids());
         }
-        Ok(other.extract::<Vec<u32>>().is_ok_and(|ids| *ids == *self.ids_only.padded_ids()))
+        Ok(other
+            .extract::<Vec<u32>>()
+            .is_ok_and(|ids| *ids == *self.ids_only.padded_ids()))
     }
 
     fn __repr__(&self) -> String {
         let ids = self.ids_only.padded_ids();
-        format!("Encoding(n_tokens={}, ids={:?}{})", ids.len(), &ids[..ids.len().min(8)], if ids.len() > 8 { "..." } else { "" })
+        format!(
+            "Encoding(n_tokens={}, ids={:?}{})",
+            ids.len(),
+            &ids[..ids.len().min(8)],
+            if ids.len() > 8 { "..." } else { "" }
+        )
     }
 }
 
@@ -548,7 +707,9 @@ fn pre_tokenize(spec: &str, text: &str) -> PyResult<Vec<(String, (u32, u32))>> {
     let mut normalized = Normalized::new(text, true);
     let mut pieces = vec![0..text.len()];
     pieces.retain(|r| !r.is_empty());
-    pre_tokenizer.pre_tokenize(&mut normalized, &mut pieces, true).map_err(to_py)?;
+    pre_tokenizer
+        .pre_tokenize(&mut normalized, &mut pieces, true)
+        .map_err(to_py)?;
     let chars = CharIndex::new(text);
     Ok(pieces
         .into_iter()

@@ -81,7 +81,10 @@ impl Normalized {
                 .map_or_else(|| self.end_of_original(), |s| s.0);
             return (at, at);
         }
-        (self.byte_position(range.start, false), self.byte_position(range.end, true))
+        (
+            self.byte_position(range.start, false),
+            self.byte_position(range.end, true),
+        )
     }
 
     /// The original byte of normalized byte `at` (a start), or of the end
@@ -96,7 +99,10 @@ impl Normalized {
         while !self.text.is_char_boundary(char_start) {
             char_start -= 1;
         }
-        let char_len = self.text[char_start..].chars().next().map_or(1, char::len_utf8);
+        let char_len = self.text[char_start..]
+            .chars()
+            .next()
+            .map_or(1, char::len_utf8);
         if char_len > 1 && (stop - start) as usize == char_len {
             start + (at - char_start) as u32
         } else if end {

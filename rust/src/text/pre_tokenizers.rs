@@ -72,7 +72,9 @@ pub enum PreTokenizerSpec {
         #[serde(default = "yes")]
         split: bool,
     },
-    Sequence { pretokenizers: Vec<PreTokenizerSpec> },
+    Sequence {
+        pretokenizers: Vec<PreTokenizerSpec>,
+    },
 }
 
 /// A pre-tokenizer ready to run (patterns compiled).
@@ -83,8 +85,14 @@ pub enum PreTokenizer {
     Whitespace(Arc<meta::Regex>),
     WhitespaceSplit,
     Punctuation,
-    Digits { individual: bool },
-    Metaspace { replacement: char, prepend: PrependScheme, split: bool },
+    Digits {
+        individual: bool,
+    },
+    Metaspace {
+        replacement: char,
+        prepend: PrependScheme,
+        split: bool,
+    },
     Sequence(Vec<PreTokenizer>),
 }
 
@@ -114,7 +122,10 @@ impl PreTokenizer {
                 split: *split,
             },
             PreTokenizerSpec::Sequence { pretokenizers } => PreTokenizer::Sequence(
-                pretokenizers.iter().map(PreTokenizer::new).collect::<Result<_>>()?,
+                pretokenizers
+                    .iter()
+                    .map(PreTokenizer::new)
+                    .collect::<Result<_>>()?,
             ),
         })
     }
@@ -163,11 +174,23 @@ impl PreTokenizer {
                     }
                 })
             }),
-            PreTokenizer::Whitespace(regex) => refine(text.as_str(), pieces, |piece, offset, out| {
-                out.extend(regex.find_iter(piece).map(|m| offset + m.start()..offset + m.end()))
-            }),
+            PreTokenizer::Whitespace(regex) => {
+                refine(text.as_str(), pieces, |piece, offset, out| {
+                    out.extend(
+                        regex
+                            .find_iter(piece)
+                            .map(|m| offset + m.start()..offset + m.end()),
+                    )
+                })
+            }
             PreTokenizer::WhitespaceSplit => refine(text.as_str(), pieces, |piece, offset, out| {
-                split_chars(piece, offset, out, |c| if c.is_whitespace() { Cut::Drop } else { Cut::Keep })
+                split_chars(piece, offset, out, |c| {
+                    if c.is_whitespace() {
+                        Cut::Drop
+                    } else {
+                        Cut::Keep
+                    }
+                })
             }),
             PreTokenizer::Punctuation => refine(text.as_str(), pieces, |piece, offset, out| {
                 split_chars(piece, offset, out, |c| {
@@ -178,13 +201,21 @@ impl PreTokenizer {
                     }
                 })
             }),
-            PreTokenizer::Digits { individual } => refine(text.as_str(), pieces, |piece, offset, out| {
-                if *individual {
-                    split_chars(piece, offset, out, |c| if c.is_numeric() { Cut::Isolate } else { Cut::Keep })
-                } else {
-                    split_runs(piece, offset, out, |c| c.is_numeric())
-                }
-            }),
+            PreTokenizer::Digits { individual } => {
+                refine(text.as_str(), pieces, |piece, offset, out| {
+                    if *individual {
+                        split_chars(piece, offset, out, |c| {
+                            if c.is_numeric() {
+                                Cut::Isolate
+                            } else {
+                                Cut::Keep
+                            }
+                        })
+                    } else {
+                        split_runs(piece, offset, out, |c| c.is_numeric())
+                    }
+                })
+            }
             PreTokenizer::Metaspace {
                 replacement,
                 prepend,
@@ -270,7 +301,12 @@ fn split_chars(piece: &str, offset: usize, out: &mut Vec<Range<usize>>, cut: imp
 
 /// Cuts where `in_run` changes: runs of characters it holds for, and the
 /// stretches between them.
-fn split_runs(piece: &str, offset: usize, out: &mut Vec<Range<usize>>, in_run: impl Fn(char) -> bool) {
+fn split_runs(
+    piece: &str,
+    offset: usize,
+    out: &mut Vec<Range<usize>>,
+    in_run: impl Fn(char) -> bool,
+) {
     let mut start = 0;
     let mut inside = None;
     for (i, c) in piece.char_indices() {
@@ -333,7 +369,10 @@ mod tests {
         let mut n = Normalized::new(text, true);
         let mut pieces = vec![0..n.as_str().len()];
         pre.pre_tokenize(&mut n, &mut pieces, true).unwrap();
-        let words = pieces.iter().map(|r| n.as_str()[r.clone()].to_owned()).collect();
+        let words = pieces
+            .iter()
+            .map(|r| n.as_str()[r.clone()].to_owned())
+            .collect();
         let spans = pieces.iter().map(|r| n.original_span(r.clone())).collect();
         (n.as_str().to_owned(), words, spans)
     }
@@ -375,11 +414,17 @@ mod tests {
 
     #[test]
     fn pattern_pieces_cover_the_text() {
-        let (_, words, _) = run(r#"{"type": "Pattern", "pattern": "cl100k"}"#, "Hello world  123");
+        let (_, words, _) = run(
+            r#"{"type": "Pattern", "pattern": "cl100k"}"#,
+            "Hello world  123",
+        );
         assert_eq!(words.concat(), "Hello world  123");
         assert_eq!(words[0], "Hello");
         assert!(PreTokenizer::from_json(r#"{"type": "Pattern", "pattern": "cl100K"}"#).is_err());
-        let err = PreTokenizer::from_json(r#"{"type": "Nope"}"#).err().unwrap().to_string();
+        let err = PreTokenizer::from_json(r#"{"type": "Nope"}"#)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("Nope"), "{err}");
     }
 }

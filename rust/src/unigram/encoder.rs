@@ -78,8 +78,14 @@ impl UnigramModel {
             if let Some((ends, mut at)) = ends {
                 // Token lengths in the original form: a piece's own text,
                 // or an unknown span's bytes with each walk space as `▁`.
-                let space_extra = if self.ascii_spaces { SPACE_SYMBOL.len_utf8() - 1 } else { 0 };
-                let mut ids = out[out.len() - count_tokens(spans, self.byte_pieces.is_some(), bytes, space_extra)..].iter();
+                let space_extra = if self.ascii_spaces {
+                    SPACE_SYMBOL.len_utf8() - 1
+                } else {
+                    0
+                };
+                let mut ids = out[out.len()
+                    - count_tokens(spans, self.byte_pieces.is_some(), bytes, space_extra)..]
+                    .iter();
                 for &(piece, begin, end) in spans.iter().rev() {
                     if piece != UNKNOWN {
                         let id = *ids.next().expect("one id per piece");
@@ -105,7 +111,12 @@ impl UnigramModel {
     /// with `ends`, each token's end byte counted from `ends.1`. A space
     /// left as `' '` is no `▁`: where the trie holds `▁` as `' '`, such
     /// spaces are encoded apart, as unknown characters.
-    pub fn encode_piece(&self, piece: &str, out: &mut Vec<u32>, mut ends: Option<(&mut Vec<u32>, u32)>) {
+    pub fn encode_piece(
+        &self,
+        piece: &str,
+        out: &mut Vec<u32>,
+        mut ends: Option<(&mut Vec<u32>, u32)>,
+    ) {
         if !self.ascii_spaces {
             return self.encode_walk(piece.as_bytes(), out, ends);
         }
@@ -125,7 +136,11 @@ impl UnigramModel {
             }
             walk.clear();
             walk.push_str(&part.replace(SPACE_SYMBOL, " "));
-            self.encode_walk(walk.as_bytes(), out, ends.as_mut().map(|(e, _)| (&mut **e, at)));
+            self.encode_walk(
+                walk.as_bytes(),
+                out,
+                ends.as_mut().map(|(e, _)| (&mut **e, at)),
+            );
             at += part.len() as u32;
         }
     }

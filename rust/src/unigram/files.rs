@@ -263,7 +263,11 @@ impl UnigramModel {
     }
 
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
+    pub fn to_json(
+        &self,
+        training: Option<&serde_json::Value>,
+        pipeline: Option<&serde_json::Value>,
+    ) -> String {
         let file = UnigramFile {
             format: "polytok".to_owned(),
             version: FORMAT_VERSION,
@@ -289,7 +293,10 @@ impl UnigramModel {
 
     /// A model from polytok JSON, with its training record; errors name
     /// `source`.
-    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
+    pub fn from_json(
+        json: &str,
+        source: &str,
+    ) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
         let file: UnigramFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok Unigram file: {e}")))?;
         check_header(source, &file.format, file.version, &file.model, "unigram")?;

@@ -92,7 +92,11 @@ impl WordPieceModel {
     }
 
     /// The model as polytok JSON; `training` records how it was made.
-    pub fn to_json(&self, training: Option<&serde_json::Value>, pipeline: Option<&serde_json::Value>) -> String {
+    pub fn to_json(
+        &self,
+        training: Option<&serde_json::Value>,
+        pipeline: Option<&serde_json::Value>,
+    ) -> String {
         let s = &self.settings;
         let n = s.normalizer;
         let file = WordPieceFile {
@@ -120,7 +124,10 @@ impl WordPieceModel {
 
     /// A model from polytok JSON, with its training record; errors name
     /// `source`.
-    pub fn from_json(json: &str, source: &str) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
+    pub fn from_json(
+        json: &str,
+        source: &str,
+    ) -> Result<(Self, Option<serde_json::Value>, Option<serde_json::Value>)> {
         let file: WordPieceFile = serde_json::from_str(json)
             .map_err(|e| damaged(source, format!("not a polytok WordPiece file: {e}")))?;
         check_header(source, &file.format, file.version, &file.model, "wordpiece")?;
@@ -152,7 +159,8 @@ mod tests {
         let model =
             WordPieceModel::from_vocab_txt(text, "v.txt", WordPieceSettings::default()).unwrap();
         assert_eq!(model.to_vocab_txt(), text);
-        let (again, _, _) = WordPieceModel::from_json(&model.to_json(None, None), "m.json").unwrap();
+        let (again, _, _) =
+            WordPieceModel::from_json(&model.to_json(None, None), "m.json").unwrap();
         assert_eq!(again.to_vocab_txt(), text);
         assert_eq!(again.settings(), model.settings());
 
