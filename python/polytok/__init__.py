@@ -8,9 +8,10 @@
 
 import os
 
-from polytok import _core
 from polytok._core import CorpusError, PolytokError, TokenizerFileError
 
+# The component modules first: they register the components that saved
+# pipelines name.
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize

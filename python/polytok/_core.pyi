@@ -20,6 +20,7 @@ __all__ = [
     "WordPiece",
     "Unigram",
     "pre_tokenize",
+    "readable",
     "Pipeline",
     "Encoding",
     "DecodeStream",
@@ -291,8 +292,8 @@ class Pipeline:
         """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (see ``Tokenizer::decode``)."""
-    def is_special(self, id: int) -> bool:
-        """Whether ``id`` is a special token of the pipeline or its template."""
+    def without_special(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` without the special tokens of the pipeline and its template."""
 
 @final
 class Encoding:
@@ -383,6 +384,9 @@ def decode_tokens(spec_json: str, tokens: Sequence[bytes]) -> str:
 
 def decoder_stream_lookahead(spec_json: str) -> int:
     """How many tokens a decode stream waits for with the decoder ``spec_json``."""
+
+def readable(bytes: bytes) -> str:
+    """Token bytes as text, with bytes that do not decode shown as ``<0xNN>``."""
 
 def pre_tokenize(spec: str, text: str) -> list[tuple[str, tuple[int, int]]]:
     """The pieces of ``text`` under the pre-tokenizer ``spec`` (JSON), each with its character span in ``text``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from polytok import _core, decoders
@@ -12,7 +12,7 @@ from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
 from polytok.pre_tokenizers import Pattern
-from polytok.tokenizer import AllowedSpecial, Preset, _allowed
+from polytok.tokenizer import Preset
 
 
 class BPETokenizer(Preset):
@@ -177,10 +177,6 @@ class BPETokenizer(Preset):
         """The id of a token given by its text or bytes, or ``None``."""
         return self._core.token_id(token.encode("utf-8") if isinstance(token, str) else token)
 
-    def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
-        """The readable tokens of ``text`` (see :meth:`id_to_token`)."""
-        return self.encode(text, allowed_special=allowed_special).tokens
-
     # --------------------------------------------------------------- properties
 
     @property
@@ -202,16 +198,5 @@ class BPETokenizer(Preset):
         return f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r})"
 
 
-def readable(token: bytes) -> str:
-    """Token bytes as text, with bytes that do not decode shown as ``<0xNN>``."""
-    out = []
-    rest = token
-    while rest:
-        try:
-            out.append(rest.decode("utf-8"))
-            break
-        except UnicodeDecodeError as e:
-            out.append(rest[: e.start].decode("utf-8"))
-            out.extend(f"<0x{b:02X}>" for b in rest[e.start : e.end])
-            rest = rest[e.end :]
-    return "".join(out)
+#: Token bytes as text, with bytes that do not decode shown as ``<0xNN>``.
+readable = _core.readable

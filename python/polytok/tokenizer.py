@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from polytok import _core
-from polytok._args import id_error, refuse_single_string, text_list
+from polytok._args import id_error, refuse_single_string, text_list, whole_numbers
 from polytok._component import Component
 from polytok._counting import without_surrogates
 from polytok._files import PathLike, atomic_write, read_text
@@ -153,9 +153,11 @@ class Tokenizer:
         strategies = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
         if strategy not in strategies:
             raise ValueError(f"strategy must be one of {', '.join(strategies)}, not {strategy!r}")
+        whole_numbers(max_length=max_length)
+        whole_numbers(minimum=0, stride=stride)
         settings = {
-            "max_length": _whole(max_length, "max_length", 1),
-            "stride": _whole(stride, "stride", 0),
+            "max_length": max_length,
+            "stride": stride,
             "strategy": strategies[strategy],
             "direction": _direction(direction),
         }
@@ -180,13 +182,15 @@ class Tokenizer:
         given by its text (``pad_token``, which the vocabulary must hold)
         or id; without either, the model's ``[PAD]``, ``<pad>`` or
         ``<|endoftext|>`` if it has one."""
+        whole_numbers(length=length, pad_to_multiple_of=pad_to_multiple_of)
+        whole_numbers(minimum=0, pad_type_id=pad_type_id, pad_id=pad_id)
         pad_token, pad_id = self._pad_token(pad_token, pad_id)
         settings = {
-            "strategy": "BatchLongest" if length is None else {"Fixed": _whole(length, "length", 1)},
+            "strategy": "BatchLongest" if length is None else {"Fixed": length},
             "direction": _direction(direction),
-            "pad_to_multiple_of": None if pad_to_multiple_of is None else _whole(pad_to_multiple_of, "pad_to_multiple_of", 1),
+            "pad_to_multiple_of": pad_to_multiple_of,
             "pad_id": pad_id,
-            "pad_type_id": _whole(pad_type_id, "pad_type_id", 0),
+            "pad_type_id": pad_type_id,
             "pad_token": pad_token,
         }
         self._set(padding=settings)
@@ -196,7 +200,6 @@ class Tokenizer:
 
     def _pad_token(self, pad_token: str | None, pad_id: int | None) -> tuple[str, int]:
         if pad_id is not None:
-            pad_id = _whole(pad_id, "pad_id", 0)
             if pad_id >= self.vocab_size:
                 raise ValueError(f"pad_id {pad_id} is not an id of this tokenizer (ids 0..{self.vocab_size})")
             return (pad_token if pad_token is not None else self.id_to_token(pad_id)), pad_id
@@ -364,6 +367,11 @@ class Tokenizer:
         """The id of a token given by its text, or ``None``."""
         return self._pipeline.token_to_id(token)
 
+    def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
+        """The tokens of ``text`` as the model has them (see
+        :meth:`id_to_token`), without the template's."""
+        return self.encode(text, add_special_tokens=False, allowed_special=allowed_special).tokens
+
     # ----------------------------------------------------------------- decoding
 
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
@@ -411,8 +419,6 @@ class Tokenizer:
     def _from_pipeline(cls, core: Model, pipeline: dict, source: str) -> Tokenizer:
         """A composed tokenizer from its saved pipeline; a part polytok
         does not know is named in a :class:`polytok.TokenizerFileError`."""
-        import polytok.decoders  # noqa: F401  (registers the components)
-        import polytok.normalizers  # noqa: F401
 
         unknown = set(pipeline) - {"preset", *_PIPELINE_PARTS}
         if unknown:
@@ -433,10 +439,7 @@ class Tokenizer:
 
     def _restore(self, pipeline: dict) -> None:
         """Applies a saved pipeline's truncation and padding."""
-        self._truncation = pipeline.get("truncation")
-        self._padding = pipeline.get("padding")
-        self._pipeline_cache = None
-        self._pipeline
+        self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
 
     def __reduce__(self):
         """Pickles as the polytok JSON that :meth:`save` writes: exact, a
@@ -472,6 +475,12 @@ class Preset(Tokenizer):
                 f"{source}: holds a composed Tokenizer, not a {cls.__name__} (polytok.load reads any)"
             )
         return tokenizer
+
+    def _kept(self, ids: Iterable[int], skip_special_tokens: bool) -> list[int]:
+        """``ids`` as a list, without the special tokens if asked (for the
+        presets that decode with their model's own rules)."""
+        ids = _id_list(ids)
+        return self._pipeline.without_special(ids) if skip_special_tokens else ids
 
     def _saved_pipeline(self) -> dict | None:
         """Only what differs from the preset: its truncation and padding
@@ -539,14 +548,6 @@ def _clean_inputs(inputs: list[Input]) -> list[Input]:
 def _inputs(inputs: Sequence[Input]) -> list[Input]:
     refuse_single_string(inputs, "texts")
     return [tuple(item) if isinstance(item, list) else item for item in inputs]
-
-
-def _whole(value: object, name: str, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
-    return value
 
 
 def _direction(direction: str) -> str:

@@ -16,7 +16,7 @@ from polytok._counting import corpus_record, count_files, count_texts, without_s
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write
 from polytok._progress import progress_callback, wanted
-from polytok.tokenizer import Preset, _id_list
+from polytok.tokenizer import Preset
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
 UNIGRAM_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
@@ -187,9 +187,7 @@ class UnigramTokenizer(Preset):
         spaces, the dummy prefix removed, byte pieces joined into UTF-8,
         ``<unk>`` as " ⁇ ", control pieces (``<s>``, ``</s>``) as nothing.
         ``skip_special_tokens``: leave out the template's tokens too."""
-        ids = _id_list(ids)
-        if skip_special_tokens:
-            ids = [i for i in ids if not self._pipeline.is_special(i)]
+        ids = self._kept(ids, skip_special_tokens)
         try:
             return self._core.decode(ids)
         except OverflowError:
@@ -215,10 +213,6 @@ class UnigramTokenizer(Preset):
         if not 0 <= seed < 2**64:
             raise ValueError(f"seed must be in 0..2**64, not {seed}")
         return self._core.sample(without_surrogates(text), alpha, seed)
-
-    def tokens(self, text: str) -> list[str]:
-        """The pieces of ``text`` as strings."""
-        return self.encode(text, add_special_tokens=False).tokens
 
     def score(self, id: int) -> float:
         """The score (log-probability) of a piece."""
@@ -248,7 +242,6 @@ def sentencepiece_normalizer(
     spaces dropped, runs of spaces made one, trailing spaces (and ``▁``)
     dropped; the dummy ``▁`` in front (or at the end); spaces written as
     ``▁``. Offsets of the pieces then point into the text as given."""
-    import polytok.normalizers  # noqa: F401  (registers the normalizers)
 
     space = "\u2581" if escape_whitespaces else " "
     steps: list[dict] = []

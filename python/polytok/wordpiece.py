@@ -14,7 +14,7 @@ from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
 from polytok.pre_tokenizers import BertPreTokenizer
 from polytok.processors import BertProcessing
-from polytok.tokenizer import AllowedSpecial, Preset, _id_list
+from polytok.tokenizer import Preset
 
 #: BERT's special tokens, the default of every constructor here.
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -44,7 +44,6 @@ class WordPieceTokenizer(Preset):
     _core_type = _core.WordPiece
 
     def __init__(self, core: _core.WordPiece, training: dict | None = None) -> None:
-        import polytok.normalizers  # noqa: F401  (registers the normalizers)
 
         settings = core.settings
         normalizer = Component.build(
@@ -228,18 +227,11 @@ class WordPieceTokenizer(Preset):
         before punctuation and in English contractions (BERT's decoder).
         ``skip_special_tokens``: leave out ``[CLS]``, ``[SEP]``, ``[PAD]``...
         (Normalization is not undone: an uncased model decodes lowercase.)"""
-        ids = _id_list(ids)
-        if skip_special_tokens:
-            ids = [i for i in ids if not self._pipeline.is_special(i)]
+        ids = self._kept(ids, skip_special_tokens)
         try:
             return self._core.decode(ids, cleanup)
         except OverflowError:
             raise id_error(ids, self.vocab_size) from None
-
-    def tokens(self, text: str, *, allowed_special: AllowedSpecial = ()) -> list[str]:
-        """The tokens of ``text`` as strings (``["un", "##aff", "##able"]``),
-        without the template's."""
-        return self.encode(text, add_special_tokens=False, allowed_special=allowed_special).tokens
 
     @property
     def settings(self) -> dict:

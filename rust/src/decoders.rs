@@ -215,10 +215,15 @@ impl Decoder {
     pub fn from_json(json: &str) -> Result<Decoder> {
         let value: Value = serde_json::from_str(json)
             .map_err(|e| Error::invalid(format!("decoder: not valid JSON: {e}")))?;
-        Self::from_value(&value, "decoder")
+        Self::from_value(&value)
     }
 
-    fn from_value(value: &Value, place: &str) -> Result<Decoder> {
+    /// As [`Decoder::from_json`], from parsed JSON.
+    pub fn from_value(value: &Value) -> Result<Decoder> {
+        Self::read(value, "decoder")
+    }
+
+    fn read(value: &Value, place: &str) -> Result<Decoder> {
         let kind = match value.as_object().map(|o| o.get("type")) {
             Some(Some(Value::String(kind))) => kind.as_str(),
             Some(Some(other)) => {
@@ -253,7 +258,7 @@ impl Decoder {
             let decoders = list
                 .iter()
                 .enumerate()
-                .map(|(i, v)| Self::from_value(v, &format!("{place} Sequence.decoders[{i}]")))
+                .map(|(i, v)| Self::read(v, &format!("{place} Sequence.decoders[{i}]")))
                 .collect::<Result<_>>()?;
             return Ok(Decoder::Sequence { decoders });
         }

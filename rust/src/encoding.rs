@@ -75,8 +75,6 @@ impl Token {
 pub struct Encoding {
     /// The tokens, without the padding.
     pub tokens: Vec<Token>,
-    /// Whether offsets and word ids were computed.
-    pub with_offsets: bool,
     /// The windows cut off by truncation, each a full encoding.
     pub overflowing: Vec<Encoding>,
     /// Padding around the tokens.
@@ -84,14 +82,6 @@ pub struct Encoding {
 }
 
 impl Encoding {
-    /// An empty encoding, with offsets or not.
-    pub fn new(with_offsets: bool) -> Self {
-        Encoding {
-            with_offsets,
-            ..Default::default()
-        }
-    }
-
     /// The number of tokens, padding included.
     pub fn len(&self) -> usize {
         self.tokens.len() + self.pad.count
@@ -153,15 +143,26 @@ impl Encoding {
         self.padded(Token::word, None)
     }
 
-    /// The ids of the tokens (no padding).
-    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.tokens.iter().map(|t| t.id)
+    /// The id at padded position `i` (`i < len()`).
+    pub fn id_at(&self, i: usize) -> u32 {
+        match i.checked_sub(self.first_token()) {
+            Some(t) if t < self.tokens.len() => self.tokens[t].id,
+            _ => self.pad.id,
+        }
     }
 
     /// Appends one token.
     #[inline]
     pub fn push(&mut self, token: Token) {
         self.tokens.push(token);
+    }
+
+    /// Appends special tokens that the template adds (no text behind them).
+    pub fn push_added(&mut self, ids: &[u32], type_id: u32) {
+        self.tokens.extend(
+            ids.iter()
+                .map(|&id| Token::new(id, type_id, true, None, (0, 0), None)),
+        );
     }
 
     /// Appends tokens `range` of `other`, with type id `type_id` (or

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::{Encoding, Pad, Token};
+use crate::encoding::{Encoding, Pad};
 use crate::error::{Error, Result};
 
 /// Which input a template's `Sequence` stands for.
@@ -154,11 +154,6 @@ impl Template {
         Ok(template)
     }
 
-    /// The ids a special token name of the template stands for.
-    pub fn token(&self, name: &str) -> &[u32] {
-        &self.tokens[name].ids
-    }
-
     /// The ids of the template's special tokens.
     pub fn token_ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.tokens.values().flat_map(|t| t.ids.iter().copied())
@@ -166,70 +161,66 @@ impl Template {
 
     /// The number of tokens the template adds.
     pub fn added_tokens(&self, pair: bool) -> Result<usize> {
-        let pieces = self.pieces(pair)?;
-        Ok(pieces
-            .iter()
-            .map(|p| match p {
-                TemplatePiece::SpecialToken { id, .. } => self.tokens[id].ids.len(),
-                TemplatePiece::Sequence { .. } => 0,
+        Ok(self
+            .parts(pair)?
+            .map(|part| match part {
+                Part::Tokens { ids, .. } => ids.len(),
+                Part::Sequence { .. } => 0,
             })
             .sum())
     }
 
-    /// The items of the single or the pair template.
-    pub fn pieces(&self, pair: bool) -> Result<&[TemplatePiece]> {
-        if pair {
+    /// The single or the pair template, in order: the ids of its special
+    /// tokens, and where each text goes.
+    pub fn parts(&self, pair: bool) -> Result<impl Iterator<Item = Part<'_>>> {
+        let pieces = if pair {
             self.pair.as_deref().ok_or_else(|| {
                 Error::invalid(
                     "a pair of texts was given, but the post-processor's template has no pair form",
                 )
-            })
+            })?
         } else {
-            Ok(&self.single)
-        }
-    }
-
-    /// The single template's ids, `sequence` appending those of the text.
-    pub fn single_ids(
-        &self,
-        out: &mut Vec<u32>,
-        mut sequence: impl FnMut(&mut Vec<u32>) -> Result<()>,
-    ) -> Result<()> {
-        for piece in &self.single {
-            match piece {
-                TemplatePiece::SpecialToken { id, .. } => {
-                    out.extend_from_slice(&self.tokens[id].ids)
-                }
-                TemplatePiece::Sequence { .. } => sequence(out)?,
-            }
-        }
-        Ok(())
+            &self.single
+        };
+        Ok(pieces.iter().map(|piece| match piece {
+            TemplatePiece::SpecialToken { id, type_id } => Part::Tokens {
+                ids: &self.tokens[id].ids,
+                type_id: *type_id,
+            },
+            TemplatePiece::Sequence { id, type_id } => Part::Sequence {
+                id: *id,
+                type_id: *type_id,
+            },
+        }))
     }
 
     /// The template filled with `a` (and `b`).
     pub fn apply(&self, a: &Encoding, b: Option<&Encoding>) -> Result<Encoding> {
-        let pieces = self.pieces(b.is_some())?;
-        let mut out = Encoding::new(a.with_offsets);
+        let mut out = Encoding::default();
         out.tokens
             .reserve(a.len() + b.map_or(0, Encoding::len) + self.added_tokens(b.is_some())?);
-        for piece in pieces {
-            match piece {
-                TemplatePiece::SpecialToken { id, type_id } => {
-                    for &token in &self.tokens[id].ids {
-                        out.push(Token::new(token, *type_id, true, None, (0, 0), None));
-                    }
-                }
-                TemplatePiece::Sequence { id, type_id } => {
+        for part in self.parts(b.is_some())? {
+            match part {
+                Part::Tokens { ids, type_id } => out.push_added(ids, type_id),
+                Part::Sequence { id, type_id } => {
                     let source = match id {
                         SequenceId::A => a,
                         SequenceId::B => b.expect("a pair template with a pair"),
                     };
-                    out.extend_from(source, 0..source.len(), Some(*type_id));
+                    out.extend_from(source, 0..source.len(), Some(type_id));
                 }
             }
         }
         Ok(out)
     }
+}
+
+/// One step of a template (see [`Template::parts`]).
+pub enum Part<'t> {
+    /// Special tokens the template adds.
+    Tokens { ids: &'t [u32], type_id: u32 },
+    /// Where text `id` goes.
+    Sequence { id: SequenceId, type_id: u32 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -487,7 +478,7 @@ mod tests {
     use super::*;
 
     fn encoding(ids: &[u32]) -> Encoding {
-        let mut e = Encoding::new(true);
+        let mut e = Encoding::default();
         for (i, &id) in ids.iter().enumerate() {
             e.push(Token::new(
                 id,

@@ -20,7 +20,7 @@ use crate::encoding::{Encoding, Token};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::processors::{
-    Padding, PaddingStrategy, PostProcessor, SequenceId, Template, TemplatePiece, Truncation,
+    Padding, PaddingStrategy, Part, PostProcessor, SequenceId, Template, Truncation,
 };
 use crate::text::normalizers::Normalizer;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
@@ -103,11 +103,7 @@ impl Tokenizer {
             .as_ref()
             .map(Template::new)
             .transpose()?;
-        let decoder = spec
-            .decoder
-            .as_ref()
-            .map(|value| Decoder::from_json(&value.to_string()))
-            .transpose()?;
+        let decoder = spec.decoder.as_ref().map(Decoder::from_value).transpose()?;
         let vocab_size = model.vocab_size();
         for (text, id) in &spec.special_tokens {
             if *id as usize >= vocab_size {
@@ -166,10 +162,6 @@ impl Tokenizer {
 
     pub fn padding(&self) -> Option<&Padding> {
         self.padding.as_ref()
-    }
-
-    pub fn special_tokens(&self) -> &[(String, u32)] {
-        &self.special_tokens
     }
 
     /// The id of a token given by its text: a special token of the
@@ -283,23 +275,19 @@ impl Tokenizer {
         let Some(truncation) = &self.truncation else {
             // Straight into one encoding: the template's tokens, and each
             // text where the template has it.
-            let mut out = Encoding::new(track);
+            let mut out = Encoding::default();
             match template {
                 Some(t) => {
-                    for piece in t.pieces(b.is_some())? {
-                        match piece {
-                            TemplatePiece::SpecialToken { id, type_id } => {
-                                for &token in t.token(id) {
-                                    out.push(Token::new(token, *type_id, true, None, (0, 0), None));
-                                }
-                            }
-                            TemplatePiece::Sequence { id, type_id } => {
+                    for part in t.parts(b.is_some())? {
+                        match part {
+                            Part::Tokens { ids, type_id } => out.push_added(ids, type_id),
+                            Part::Sequence { id, type_id } => {
                                 let (text, sequence) = match id {
                                     SequenceId::A => (a, 0),
                                     SequenceId::B => (b.expect("a pair template with a pair"), 1),
                                 };
                                 self.encode_sequence(
-                                    text, sequence, *type_id, matcher, track, &mut out,
+                                    text, sequence, type_id, matcher, track, &mut out,
                                 )?;
                             }
                         }
@@ -314,11 +302,11 @@ impl Tokenizer {
             }
             return Ok(out);
         };
-        let mut first = Encoding::new(track);
+        let mut first = Encoding::default();
         self.encode_sequence(a, 0, 0, matcher, track, &mut first)?;
         let mut second = match b {
             Some(b) => {
-                let mut second = Encoding::new(track);
+                let mut second = Encoding::default();
                 self.encode_sequence(b, 1, 1, matcher, track, &mut second)?;
                 Some(second)
             }
@@ -424,10 +412,16 @@ impl Tokenizer {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         debug_assert!(self.ids_direct());
-        match self.template.as_ref().filter(|_| add_special_tokens) {
-            Some(t) => t.single_ids(out, |out| self.sequence_ids(text, matcher, out)),
-            None => self.sequence_ids(text, matcher, out),
+        let Some(template) = self.template.as_ref().filter(|_| add_special_tokens) else {
+            return self.sequence_ids(text, matcher, out);
+        };
+        for part in template.parts(false)? {
+            match part {
+                Part::Tokens { ids, .. } => out.extend_from_slice(ids),
+                Part::Sequence { .. } => self.sequence_ids(text, matcher, out)?,
+            }
         }
+        Ok(())
     }
 
     /// Appends the ids of one text (no template): the model's fused
@@ -489,8 +483,14 @@ impl Tokenizer {
                 ids.clear();
                 self.sequence_ids(text, matcher, ids)?;
                 out.tokens.extend(ids.iter().map(|&id| {
-                    let special = !self.special_ids.is_empty() && self.is_special(id);
-                    Token::new(id, type_id, special, Some(sequence), (0, 0), None)
+                    Token::new(
+                        id,
+                        type_id,
+                        self.is_special(id),
+                        Some(sequence),
+                        (0, 0),
+                        None,
+                    )
                 }));
                 Ok(())
             })?;

@@ -48,10 +48,10 @@ pub(super) struct Encoding {
     /// `None` for an encoding unpickled without its tokenizer: it then has
     /// its offsets and tokens with it.
     tokenizer: Option<Arc<Tokenizer>>,
-    ids_only: RustEncoding,
+    /// Without offsets when `inputs` are kept, with them otherwise.
+    encoding: RustEncoding,
     inputs: Option<Inputs>,
-    /// With offsets, computed on first use (when `inputs` are kept;
-    /// otherwise `ids_only` has them already).
+    /// With offsets, computed on first use (when `inputs` are kept).
     full: OnceLock<RustEncoding>,
     /// The tokens' texts, once asked for.
     tokens: OnceLock<Vec<String>>,
@@ -102,6 +102,16 @@ fn batch_inputs<'py>(
                 item.get_type().name()?
             )))
         })
+        .collect()
+}
+
+/// The texts of a batch's inputs.
+fn input_texts<'a>(
+    inputs: &'a [(Bound<'_, PyString>, Option<Bound<'_, PyString>>)],
+) -> PyResult<Vec<(&'a str, Option<&'a str>)>> {
+    inputs
+        .iter()
+        .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
         .collect()
 }
 
@@ -166,10 +176,7 @@ impl Pipeline {
     ) -> PyResult<Vec<Encoding>> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let inputs = batch_inputs(inputs)?;
-        let texts = inputs
-            .iter()
-            .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
-            .collect::<PyResult<Vec<_>>>()?;
+        let texts = input_texts(&inputs)?;
         let encodings = in_pool(py, || {
             self.tokenizer
                 .encode_batch(&texts, add_special_tokens, &allowed, offsets)
@@ -279,10 +286,7 @@ impl Pipeline {
     )> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let inputs = batch_inputs(inputs)?;
-        let texts = inputs
-            .iter()
-            .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
-            .collect::<PyResult<Vec<_>>>()?;
+        let texts = input_texts(&inputs)?;
         let arrays = in_pool(py, || -> Result<_, crate::error::Error> {
             let encodings =
                 self.tokenizer
@@ -360,9 +364,11 @@ impl Pipeline {
         .map_err(to_py)
     }
 
-    /// Whether `id` is a special token of the pipeline or its template.
-    fn is_special(&self, id: u32) -> bool {
-        self.tokenizer.is_special(id)
+    /// `ids` without the special tokens of the pipeline and its template.
+    fn without_special(&self, ids: Vec<u32>) -> Vec<u32> {
+        ids.into_iter()
+            .filter(|&id| !self.tokenizer.is_special(id))
+            .collect()
     }
 }
 
@@ -382,22 +388,30 @@ impl Pipeline {
             add_special_tokens,
             allowed,
         });
+        Encoding::new(Some(self.tokenizer.clone()), encoding, inputs)
+    }
+}
+
+impl Encoding {
+    fn new(
+        tokenizer: Option<Arc<Tokenizer>>,
+        encoding: RustEncoding,
+        inputs: Option<Inputs>,
+    ) -> Self {
         Encoding {
-            tokenizer: Some(self.tokenizer.clone()),
-            ids_only: encoding,
+            tokenizer,
+            encoding,
             inputs,
             full: OnceLock::new(),
             tokens: OnceLock::new(),
         }
     }
-}
 
-impl Encoding {
     /// The encoding with offsets, computed on first use.
     fn full(&self, py: Python<'_>) -> PyResult<&RustEncoding> {
         let Some(inputs) = &self.inputs else {
             // Made with offsets.
-            return Ok(&self.ids_only);
+            return Ok(&self.encoding);
         };
         if let Some(full) = self.full.get() {
             return Ok(full);
@@ -414,9 +428,9 @@ impl Encoding {
             .map_err(to_py)?;
         // Padded as the batch it came from was.
         if let Some(p) = tokenizer.padding() {
-            p.apply(&mut full, self.ids_only.len());
+            p.apply(&mut full, self.encoding.len());
         }
-        if full.padded_ids() != self.ids_only.padded_ids() {
+        if full.padded_ids() != self.encoding.padded_ids() {
             // The fused encoder and the pipeline disagree: offsets would
             // belong to other tokens. A bug, never an answer.
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -427,13 +441,7 @@ impl Encoding {
     }
 
     fn with_overflow(&self, e: RustEncoding) -> Encoding {
-        Encoding {
-            tokenizer: self.tokenizer.clone(),
-            ids_only: e,
-            inputs: None,
-            full: OnceLock::new(),
-            tokens: OnceLock::new(),
-        }
+        Encoding::new(self.tokenizer.clone(), e, None)
     }
 
     fn token_texts(&self) -> PyResult<&Vec<String>> {
@@ -446,7 +454,7 @@ impl Encoding {
             .expect("a detached encoding has its tokens")
             .model();
         let tokens = self
-            .ids_only
+            .encoding
             .padded_ids()
             .iter()
             .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
@@ -507,7 +515,6 @@ impl Encoding {
                     Token::new(id, type_id, special, sequence, offsets, word)
                 })
                 .collect(),
-            with_offsets: true,
             overflowing: Vec::new(),
             pad: {
                 let (count, left, id, type_id) = item(state, "pad")?;
@@ -522,7 +529,7 @@ impl Encoding {
         for o in overflowing.try_iter()? {
             encoding
                 .overflowing
-                .push(Encoding::from_state(o?.cast::<PyDict>()?)?.ids_only);
+                .push(Encoding::from_state(o?.cast::<PyDict>()?)?.encoding);
         }
         let tokens: Vec<String> = item(state, "tokens")?;
         if tokens.len() != encoding.len() {
@@ -530,15 +537,9 @@ impl Encoding {
                 "encoding state: its lists differ in length",
             ));
         }
-        let cell = OnceLock::new();
-        cell.set(tokens).expect("a fresh cell");
-        Ok(Encoding {
-            tokenizer: None,
-            ids_only: encoding,
-            inputs: None,
-            full: OnceLock::new(),
-            tokens: cell,
-        })
+        let restored = Encoding::new(None, encoding, None);
+        restored.tokens.set(tokens).expect("a fresh cell");
+        Ok(restored)
     }
 }
 
@@ -546,27 +547,27 @@ impl Encoding {
 impl Encoding {
     #[getter]
     fn ids(&self) -> Vec<u32> {
-        self.ids_only.padded_ids()
+        self.encoding.padded_ids()
     }
 
     #[getter]
     fn type_ids(&self) -> Vec<u32> {
-        self.ids_only.padded_type_ids()
+        self.encoding.padded_type_ids()
     }
 
     #[getter]
     fn attention_mask(&self) -> Vec<u32> {
-        self.ids_only.padded_attention_mask()
+        self.encoding.padded_attention_mask()
     }
 
     #[getter]
     fn special_tokens_mask(&self) -> Vec<u32> {
-        self.ids_only.padded_special_tokens_mask()
+        self.encoding.padded_special_tokens_mask()
     }
 
     #[getter]
     fn sequence_ids(&self) -> Vec<Option<u32>> {
-        self.ids_only.padded_sequence_ids()
+        self.encoding.padded_sequence_ids()
     }
 
     /// Character `(start, end)` of each token in its own text.
@@ -611,17 +612,17 @@ impl Encoding {
     /// The character span of token `index` in its input, or `None` for
     /// added tokens.
     fn token_to_chars(&self, py: Python<'_>, index: usize) -> PyResult<Option<(u32, u32)>> {
-        if index >= self.ids_only.len() {
+        if index >= self.encoding.len() {
             return Err(PyIndexError::new_err(format!(
                 "token index {index} out of range (the encoding has {} tokens)",
-                self.ids_only.len()
+                self.encoding.len()
             )));
         }
         Ok(self.full(py)?.token_to_chars(index).map(|(_, span)| span))
     }
 
     fn __len__(&self) -> usize {
-        self.ids_only.len()
+        self.encoding.len()
     }
 
     /// An id, or a list of ids for a slice.
@@ -631,23 +632,25 @@ impl Encoding {
         index: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(slice) = index.cast::<PySlice>() {
-            let ids = PyList::new(py, &*self.ids_only.padded_ids())?;
+            let ids = PyList::new(py, &*self.encoding.padded_ids())?;
             return ids.as_any().get_item(slice);
         }
-        let n = self.ids_only.len() as isize;
+        let n = self.encoding.len() as isize;
         let index: isize = index.extract()?;
         let i = if index < 0 { index + n } else { index };
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err("encoding index out of range"));
         }
-        Ok(self.ids_only.padded_ids()[i as usize]
+        Ok(self
+            .encoding
+            .id_at(i as usize)
             .into_pyobject(py)?
             .into_any())
     }
 
     /// Its ids, one after another.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PyList::new(py, &*self.ids_only.padded_ids())?
+        PyList::new(py, &*self.encoding.padded_ids())?
             .try_iter()
             .map(|it| it.into_any())
     }
@@ -669,15 +672,15 @@ impl Encoding {
     /// Equal to another encoding or a sequence of ids with the same ids.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         if let Ok(other) = other.cast::<Encoding>() {
-            return Ok(other.get().ids_only.padded_ids() == self.ids_only.padded_ids());
+            return Ok(other.get().encoding.padded_ids() == self.encoding.padded_ids());
         }
         Ok(other
             .extract::<Vec<u32>>()
-            .is_ok_and(|ids| *ids == *self.ids_only.padded_ids()))
+            .is_ok_and(|ids| *ids == *self.encoding.padded_ids()))
     }
 
     fn __repr__(&self) -> String {
-        let ids = self.ids_only.padded_ids();
+        let ids = self.encoding.padded_ids();
         format!(
             "Encoding(n_tokens={}, ids={:?}{})",
             ids.len(),
@@ -688,6 +691,7 @@ impl Encoding {
 }
 
 /// Token bytes as text, with bytes that do not decode shown as `<0xNN>`.
+#[pyfunction]
 fn readable(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.utf8_chunks() {
@@ -705,8 +709,10 @@ fn readable(bytes: &[u8]) -> String {
 fn pre_tokenize(spec: &str, text: &str) -> PyResult<Vec<(String, (u32, u32))>> {
     let pre_tokenizer = PreTokenizer::from_json(spec).map_err(to_py)?;
     let mut normalized = Normalized::new(text, true);
-    let mut pieces = vec![0..text.len()];
-    pieces.retain(|r| !r.is_empty());
+    let mut pieces: Vec<_> = (!text.is_empty())
+        .then_some(0..text.len())
+        .into_iter()
+        .collect();
     pre_tokenizer
         .pre_tokenize(&mut normalized, &mut pieces, true)
         .map_err(to_py)?;
@@ -722,6 +728,7 @@ fn pre_tokenize(spec: &str, text: &str) -> PyResult<Vec<(String, (u32, u32))>> {
 
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(readable, m)?)?;
     m.add_class::<Pipeline>()?;
     m.add_class::<Encoding>()?;
     Ok(())
