@@ -476,6 +476,7 @@ impl Padding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::Token;
 
     fn encoding(ids: &[u32]) -> Encoding {
         let mut e = Encoding::default();
