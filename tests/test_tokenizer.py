@@ -254,6 +254,13 @@ def test_a_composed_tokenizer_saves_loads_and_pickles(bert_vocab, tmp_path):
     copy = pickle.loads(pickle.dumps(encoding))
     assert copy == encoding and copy.offsets == encoding.offsets and copy.tokens == encoding.tokens
     assert copy.attention_mask == encoding.attention_mask and len(copy.overflowing) == len(encoding.overflowing)
+    # The windows come back whole too, tokens included, and pickle again.
+    encoding = tok.encode(text * 3, allowed_special="all")
+    copy = pickle.loads(pickle.dumps(encoding))
+    windows = [(w.ids, w.offsets, w.tokens) for w in encoding.overflowing]
+    assert len(windows) >= 2
+    assert [(w.ids, w.offsets, w.tokens) for w in copy.overflowing] == windows
+    assert [w.tokens for w in pickle.loads(pickle.dumps(copy)).overflowing] == [w[2] for w in windows]
     with pytest.raises(polytok.TokenizerFileError, match="composed Tokenizer"):
         polytok.WordPieceTokenizer.load(tmp_path / "composed.json")
     # A preset with truncation and padding keeps them through a file.

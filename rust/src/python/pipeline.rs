@@ -55,6 +55,16 @@ pub(super) struct Encoding {
     full: OnceLock<RustEncoding>,
     /// The tokens' texts, once asked for.
     tokens: OnceLock<Vec<String>>,
+    /// The token texts of the overflowing windows of an encoding unpickled
+    /// without its tokenizer (empty otherwise).
+    window_texts: Vec<TokenTexts>,
+}
+
+/// The token texts of a window, and of its own windows.
+#[derive(Clone)]
+struct TokenTexts {
+    tokens: Vec<String>,
+    windows: Vec<TokenTexts>,
 }
 
 fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
@@ -404,6 +414,7 @@ impl Encoding {
             inputs,
             full: OnceLock::new(),
             tokens: OnceLock::new(),
+            window_texts: Vec::new(),
         }
     }
 
@@ -440,8 +451,17 @@ impl Encoding {
         Ok(self.full.get_or_init(|| full))
     }
 
-    fn with_overflow(&self, e: RustEncoding) -> Encoding {
-        Encoding::new(self.tokenizer.clone(), e, None)
+    /// Overflowing window `i` of `full`, as an encoding of its own.
+    fn window(&self, full: &RustEncoding, i: usize) -> Encoding {
+        let mut window = Encoding::new(self.tokenizer.clone(), full.overflowing[i].clone(), None);
+        if let Some(texts) = self.window_texts.get(i) {
+            window
+                .tokens
+                .set(texts.tokens.clone())
+                .expect("a fresh cell");
+            window.window_texts = texts.windows.clone();
+        }
+        window
     }
 
     fn token_texts(&self) -> PyResult<&Vec<String>> {
@@ -484,10 +504,8 @@ impl Encoding {
         let pad = full.pad;
         state.set_item("pad", (pad.count, pad.left, pad.id, pad.type_id))?;
         state.set_item("tokens", self.token_texts()?)?;
-        let overflowing = full
-            .overflowing
-            .iter()
-            .map(|o| self.with_overflow(o.clone()).state(py))
+        let overflowing = (0..full.overflowing.len())
+            .map(|i| self.window(full, i).state(py))
             .collect::<PyResult<Vec<_>>>()?;
         state.set_item("overflowing", overflowing)?;
         Ok(state)
@@ -526,10 +544,17 @@ impl Encoding {
                 }
             },
         };
+        let mut window_texts = Vec::new();
         for o in overflowing.try_iter()? {
-            encoding
-                .overflowing
-                .push(Encoding::from_state(o?.cast::<PyDict>()?)?.encoding);
+            let window = Encoding::from_state(o?.cast::<PyDict>()?)?;
+            window_texts.push(TokenTexts {
+                tokens: window
+                    .tokens
+                    .into_inner()
+                    .expect("a restored encoding has its tokens"),
+                windows: window.window_texts,
+            });
+            encoding.overflowing.push(window.encoding);
         }
         let tokens: Vec<String> = item(state, "tokens")?;
         if tokens.len() != encoding.len() {
@@ -537,8 +562,9 @@ impl Encoding {
                 "encoding state: its lists differ in length",
             ));
         }
-        let restored = Encoding::new(None, encoding, None);
+        let mut restored = Encoding::new(None, encoding, None);
         restored.tokens.set(tokens).expect("a fresh cell");
+        restored.window_texts = window_texts;
         Ok(restored)
     }
 }
@@ -589,11 +615,9 @@ impl Encoding {
 
     #[getter]
     fn overflowing(&self, py: Python<'_>) -> PyResult<Vec<Encoding>> {
-        Ok(self
-            .full(py)?
-            .overflowing
-            .iter()
-            .map(|o| self.with_overflow(o.clone()))
+        let full = self.full(py)?;
+        Ok((0..full.overflowing.len())
+            .map(|i| self.window(full, i))
             .collect())
     }
 
