@@ -58,19 +58,15 @@ def test_byte_level_bpe(cl100k, text):
     assert "".join(text[s:e] for s, e in encoding.offsets) == text
 
 
+@pytest.mark.parametrize("which", ["metaspace_bpe", "fallback_unigram"])
 @settings(max_examples=400, deadline=None)
 @given(text=NO_METASPACE)
-def test_bpe_with_metaspace(metaspace_bpe, text):
-    encoding = metaspace_bpe.encode(text)
-    assert metaspace_bpe.decode(encoding) == text
-    assert all(0 <= s <= e <= len(text) for s, e in encoding.offsets)
-
-
-@settings(max_examples=400, deadline=None)
-@given(text=NO_METASPACE)
-def test_unigram_with_metaspace_and_byte_fallback(fallback_unigram, text):
-    encoding = fallback_unigram.encode(text)
-    assert fallback_unigram.decode(encoding) == text
+def test_metaspace_with_byte_fallback(request, which, text):
+    """BPE over ``▁`` (its bytes are its fallback) and Unigram with byte
+    fallback."""
+    tok = request.getfixturevalue(which)
+    encoding = tok.encode(text)
+    assert tok.decode(encoding) == text
     assert all(0 <= s <= e <= len(text) for s, e in encoding.offsets)
 
 

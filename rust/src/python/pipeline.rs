@@ -21,8 +21,8 @@ use super::{
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
 use crate::text::pre_tokenizers::PreTokenizer;
-use crate::text::Normalized;
-use crate::tokenizer::{CharIndex, PipelineSpec, Tokenizer};
+use crate::text::{CharIndex, Normalized};
+use crate::tokenizer::{PipelineSpec, Tokenizer};
 use crate::vocab::AllowedSpecial;
 
 /// A model with its normalizer, pre-tokenizer, special tokens,

@@ -222,6 +222,40 @@ impl Builder {
     }
 }
 
+/// Byte offsets of a text to character offsets. A byte inside a character
+/// maps to the character after it, so that tokens that split a character
+/// (byte-level BPE) share out its text without overlap: the character goes
+/// to the token holding its first byte.
+pub struct CharIndex {
+    /// Characters starting before each byte position; `None` for ASCII.
+    before: Option<Vec<u32>>,
+}
+
+impl CharIndex {
+    pub fn new(text: &str) -> Self {
+        if text.is_ascii() {
+            return CharIndex { before: None };
+        }
+        let mut before = Vec::with_capacity(text.len() + 1);
+        let mut count = 0u32;
+        for &b in text.as_bytes() {
+            before.push(count);
+            count += (b & 0xC0 != 0x80) as u32;
+        }
+        before.push(count);
+        CharIndex {
+            before: Some(before),
+        }
+    }
+
+    pub fn span(&self, start: u32, end: u32) -> (u32, u32) {
+        match &self.before {
+            None => (start, end),
+            Some(before) => (before[start as usize], before[end as usize]),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
 };
 
-use super::{Builder, Normalized, Span};
+use super::{Builder, CharIndex, Normalized, Span};
 use crate::bert_text::{self, AsciiClass, ASCII_CLASS};
 use crate::error::{Error, Result};
 
@@ -336,28 +336,13 @@ impl Normalizer {
     pub fn normalize_with_char_offsets(&self, text: &str) -> Result<(String, Vec<(usize, usize)>)> {
         let mut normalized = Normalized::new(text, true);
         self.normalize(&mut normalized)?;
-        let ascii = text.is_ascii();
-        // Character index of each byte offset that starts a character.
-        let mut char_at = Vec::new();
-        if !ascii {
-            char_at = vec![0usize; text.len() + 1];
-            let mut k = 0;
-            for (i, _) in text.char_indices() {
-                char_at[i] = k;
-                k += 1;
-            }
-            char_at[text.len()] = k;
-        }
-        let index = |byte: u32| {
-            if ascii {
-                byte as usize
-            } else {
-                char_at[byte as usize]
-            }
-        };
+        let chars = CharIndex::new(text);
         let offsets = normalized
             .chars_with_spans()
-            .map(|(_, _, (start, end))| (index(start), index(end)))
+            .map(|(_, _, (start, end))| {
+                let (start, end) = chars.span(start, end);
+                (start as usize, end as usize)
+            })
             .collect();
         Ok((normalized.as_str().to_owned(), offsets))
     }
