@@ -86,10 +86,24 @@ fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
     )))
 }
 
+/// One input of a batch: a text, or a pair of texts.
+type Input<'py> = (Bound<'py, PyString>, Option<Bound<'py, PyString>>);
+
+/// A batch as NumPy's bytes: ids, attention mask, type ids, lengths, and
+/// the width of a row.
+type Arrays<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    usize,
+);
+
+/// A token as pickled: id, type id, special, sequence, offsets, word.
+type TokenRecord = (u32, u32, bool, Option<u32>, (u32, u32), Option<u32>);
+
 /// A batch's inputs: strings, or pairs of strings.
-fn batch_inputs<'py>(
-    inputs: &Bound<'py, PyList>,
-) -> PyResult<Vec<(Bound<'py, PyString>, Option<Bound<'py, PyString>>)>> {
+fn batch_inputs<'py>(inputs: &Bound<'py, PyList>) -> PyResult<Vec<Input<'py>>> {
     inputs
         .iter()
         .enumerate()
@@ -116,9 +130,7 @@ fn batch_inputs<'py>(
 }
 
 /// The texts of a batch's inputs.
-fn input_texts<'a>(
-    inputs: &'a [(Bound<'_, PyString>, Option<Bound<'_, PyString>>)],
-) -> PyResult<Vec<(&'a str, Option<&'a str>)>> {
+fn input_texts<'a>(inputs: &'a [Input<'_>]) -> PyResult<Vec<(&'a str, Option<&'a str>)>> {
     inputs
         .iter()
         .map(|(a, b)| Ok((a.to_str()?, b.as_ref().map(|b| b.to_str()).transpose()?)))
@@ -287,13 +299,7 @@ impl Pipeline {
         pad_id: u32,
         add_special_tokens: bool,
         allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        usize,
-    )> {
+    ) -> PyResult<Arrays<'py>> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let inputs = batch_inputs(inputs)?;
         let texts = input_texts(&inputs)?;
@@ -486,7 +492,7 @@ impl Encoding {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let full = self.full(py)?;
         let state = PyDict::new(py);
-        let records: Vec<_> = full
+        let records: Vec<TokenRecord> = full
             .tokens
             .iter()
             .map(|t| {
@@ -524,8 +530,7 @@ impl Encoding {
         let overflowing = state.get_item("overflowing")?.ok_or_else(|| {
             pyo3::exceptions::PyValueError::new_err("encoding state without \"overflowing\"")
         })?;
-        let records: Vec<(u32, u32, bool, Option<u32>, (u32, u32), Option<u32>)> =
-            item(state, "tokens_state")?;
+        let records: Vec<TokenRecord> = item(state, "tokens_state")?;
         let mut encoding = RustEncoding {
             tokens: records
                 .into_iter()

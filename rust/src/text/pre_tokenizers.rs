@@ -367,7 +367,8 @@ mod tests {
     fn run(spec: &str, text: &str) -> (String, Vec<String>, Vec<(u32, u32)>) {
         let pre = PreTokenizer::from_json(spec).unwrap();
         let mut n = Normalized::new(text, true);
-        let mut pieces = vec![0..n.as_str().len()];
+        let mut pieces = Vec::new();
+        pieces.push(0..n.as_str().len());
         pre.pre_tokenize(&mut n, &mut pieces, true).unwrap();
         let words = pieces
             .iter()
