@@ -98,15 +98,16 @@ MIXED_TEXT = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(text=MIXED_TEXT)
-def test_offsets_path_and_fused_ids_agree_on_any_text(cl100k, bert_preset, fallback_unigram, text):
-    """The presets' two paths (the model's fused encoder for ids, the
-    pipeline for offsets) give the same tokens on any text, special-token
-    text allowed or not, and offsets stay inside the text."""
+def test_ids_and_offsets_paths_agree_on_any_text(cl100k, bert_preset, fallback_unigram, text):
+    """The pipeline's two paths (pieces streamed to the model for ids; a
+    list of pieces with their map to the text for offsets) give the same
+    tokens on any text, special-token text allowed or not, and offsets stay
+    inside the text."""
     for tok in (cl100k, bert_preset, fallback_unigram):
         for allowed in ((), "all"):
             if allowed and not tok.special_tokens:
                 continue
-            fused = tok.encode(text, allowed_special=allowed)
+            streamed = tok.encode(text, allowed_special=allowed)
             tracked = tok.encode_batch([text], allowed_special=allowed, offsets=True)[0]
-            assert fused.ids == tracked.ids and fused.offsets == tracked.offsets
+            assert streamed.ids == tracked.ids and streamed.offsets == tracked.offsets
             assert all(0 <= s <= e <= len(text) for s, e in tracked.offsets)

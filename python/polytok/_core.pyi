@@ -245,7 +245,7 @@ class Unigram:
 class Pipeline:
     """A model with its normalizer, pre-tokenizer, special tokens, post-processor, truncation and padding."""
 
-    def __new__(cls, model: Bpe | WordPiece | Unigram, spec: str, fused: bool = False) -> Pipeline: ...
+    def __new__(cls, model: Bpe | WordPiece | Unigram, spec: str) -> Pipeline: ...
     def encode(
         self,
         text: str,

@@ -23,6 +23,7 @@ polytok's own:
 - :class:`FullWidth`: ASCII to full-width forms, half-width katakana to
   full-width (sound marks composed);
 - :class:`Whitespace`: strip, collapse and unify white space;
+- :class:`RemoveExtraWhitespaces`: SentencePiece's space clean-up;
 - :class:`RemoveControl`: drop control and format characters;
 - :class:`Sequence`: several steps in order.
 
@@ -58,6 +59,7 @@ __all__ = [
     "Normalizer",
     "Prepend",
     "RemoveControl",
+    "RemoveExtraWhitespaces",
     "Replace",
     "Sequence",
     "Strip",
@@ -228,6 +230,19 @@ class Whitespace(Normalizer):
         self.strip = check_bool("Whitespace", "strip", strip)
         self.collapse = check_bool("Whitespace", "collapse", collapse)
         self.unicode_spaces = check_bool("Whitespace", "unicode_spaces", unicode_spaces)
+
+
+class RemoveExtraWhitespaces(Normalizer):
+    """SentencePiece's ``remove_extra_whitespaces``: spaces (U+0020 only)
+    are dropped at the start and the end, and each run of them inside
+    becomes one. With ``trailing_metaspace`` (the default), ``▁`` at the
+    end is dropped with the spaces there, as SentencePiece does (it trims
+    the end after writing spaces as ``▁``)."""
+
+    _fields = ("trailing_metaspace",)
+
+    def __init__(self, *, trailing_metaspace: bool = True) -> None:
+        self.trailing_metaspace = check_bool("RemoveExtraWhitespaces", "trailing_metaspace", trailing_metaspace)
 
 
 class RemoveControl(Normalizer):

@@ -95,9 +95,6 @@ class Tokenizer:
         self._padding: dict | None = None
         self._pipeline_cache: _core.Pipeline | None = None
         self._training: dict | None = None
-        # A preset's own text handling: ids-only encoding may use the
-        # model's fused encoder (see _core.Pipeline).
-        self._fused = False
 
     # ---------------------------------------------------------------- the steps
 
@@ -242,7 +239,7 @@ class Tokenizer:
     def _pipeline(self) -> _core.Pipeline:
         if self._pipeline_cache is None:
             spec = self.pipeline_dict()
-            self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec), self._fused)
+            self._pipeline_cache = _core.Pipeline(self._core, json.dumps(spec))
         return self._pipeline_cache
 
     # ----------------------------------------------------------------- encoding
@@ -455,15 +452,11 @@ class Tokenizer:
 class Preset(Tokenizer):
     """What the model presets (:class:`polytok.BPETokenizer`,
     :class:`polytok.WordPieceTokenizer`, :class:`polytok.UnigramTokenizer`)
-    share: a pipeline that is the model's own text handling, so that ids
-    come from the model's fused encoder; truncation and padding can still
-    be turned on."""
+    share: the steps that their model was trained with (and saved with
+    it), so that a preset's file needs no pipeline of its own; truncation
+    and padding can still be turned on."""
 
     _core_type: ClassVar[type]
-
-    def __init__(self, core: Model, **components: Any) -> None:
-        super().__init__(core, **components)
-        self._fused = True
 
     @classmethod
     def load(cls, path: PathLike) -> Preset:

@@ -33,9 +33,12 @@ class UnigramTokenizer(Preset):
     bytes as ``<0xHH>`` pieces when the model has byte fallback. Decoding
     gives the text back as SentencePiece's does.
 
-    As a :class:`polytok.Tokenizer`: SentencePiece's whitespace rules as
-    normalizers (see :func:`sentencepiece_normalizer`), the whole text one
-    piece (SentencePiece does not pre-tokenize), no template.
+    As a :class:`polytok.Tokenizer` (see :func:`sentencepiece_steps`): the
+    normalizers :class:`~polytok.normalizers.RemoveExtraWhitespaces` and
+    :class:`~polytok.normalizers.Prepend` (the dummy ``▁``), then the
+    :class:`~polytok.pre_tokenizers.Metaspace` pre-tokenizer, which writes
+    spaces as ``▁`` and keeps the whole text one piece (SentencePiece does
+    not pre-tokenize); no template.
 
     Create one with :meth:`train`, :meth:`train_from_iterator`,
     :meth:`load` (polytok JSON) or :meth:`from_sentencepiece`.
@@ -44,7 +47,8 @@ class UnigramTokenizer(Preset):
     _core_type = _core.Unigram
 
     def __init__(self, core: _core.Unigram, training: dict | None = None) -> None:
-        super().__init__(core, normalizer=sentencepiece_normalizer(**core.whitespace))
+        normalizer, pre_tokenizer = sentencepiece_steps(**core.whitespace)
+        super().__init__(core, normalizer=normalizer, pre_tokenizer=pre_tokenizer)
         self._training = training
 
     # ----------------------------------------------------------------- training
@@ -230,33 +234,47 @@ class UnigramTokenizer(Preset):
         return f"UnigramTokenizer(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"
 
 
-def sentencepiece_normalizer(
+def sentencepiece_steps(
     *,
     remove_extra_whitespaces: bool = True,
     add_dummy_prefix: bool = True,
     escape_whitespaces: bool = True,
     treat_whitespace_as_suffix: bool = False,
-) -> Component | None:
+) -> tuple[Component | None, Component | None]:
     """SentencePiece's whitespace handling (after its identity
-    normalization) as normalizers, each step as the flags say: leading
-    spaces dropped, runs of spaces made one, trailing spaces (and ``▁``)
-    dropped; the dummy ``▁`` in front (or at the end); spaces written as
-    ``▁``. Offsets of the pieces then point into the text as given."""
+    normalization) as a normalizer and a pre-tokenizer, each step as the
+    flags say: leading, trailing and repeated spaces dropped
+    (:class:`~polytok.normalizers.RemoveExtraWhitespaces`); the dummy
+    ``▁`` put in front (:class:`~polytok.normalizers.Prepend`: always, even
+    before a ``▁``, as SentencePiece does) or at the end; spaces written as
+    ``▁`` and the text kept whole
+    (:class:`~polytok.pre_tokenizers.Metaspace` with ``prepend_scheme=
+    "never"``, ``split=False``). Offsets of the tokens then point into the
+    text as given."""
 
-    space = "\u2581" if escape_whitespaces else " "
+    # The dummy prefix is a space, which Metaspace then writes as "▁".
     steps: list[dict] = []
-    if remove_extra_whitespaces:
-        trailing = "[ \u2581]+$" if escape_whitespaces else " +$"
-        steps += [_replace("^ +", ""), _replace(" {2,}", " "), _replace(trailing, "")]
+    suffix = add_dummy_prefix and treat_whitespace_as_suffix
+    if remove_extra_whitespaces and suffix:
+        # SentencePiece trims the end, then puts the suffix after any text
+        # that was more than spaces ("▁" alone keeps one): one step does both.
+        trailing = "[ \u2581]" if escape_whitespaces else " "
+        steps += [_replace("^ +", ""), _replace(" {2,}", " "), _replace(f"(?s){trailing}*\\z", " ")]
+    elif remove_extra_whitespaces:
+        steps.append({"type": "RemoveExtraWhitespaces", "trailing_metaspace": escape_whitespaces})
     if add_dummy_prefix and not treat_whitespace_as_suffix:
-        steps.append({"type": "Prepend", "prepend": space})
+        steps.append({"type": "Prepend", "prepend": " "})
+    if suffix and not remove_extra_whitespaces:
+        steps.append(_replace("(?s)(?<=.)\\z", " "))
+    normalizer = None
+    if steps:
+        normalizer = Component.build("normalizer", steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps})
+    pre_tokenizer = None
     if escape_whitespaces:
-        steps.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
-    if add_dummy_prefix and treat_whitespace_as_suffix:
-        steps.append(_replace("(?s)(?<=.)\\z", space))
-    if not steps:
-        return None
-    return Component.build("normalizer", {"type": "Sequence", "normalizers": steps})
+        pre_tokenizer = Component.build(
+            "pre_tokenizer", {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
+        )
+    return normalizer, pre_tokenizer
 
 
 def _replace(regex: str, content: str) -> dict:

@@ -5,14 +5,14 @@
 //! piece encoder directly, so the models' inner loops keep their inlining.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::batch::IdRuns;
-use crate::bpe::BpeModel;
+use crate::bpe::{BpeModel, EncodeState};
 use crate::error::{Error, Result};
+use crate::text::pre_tokenizers::{write_metaspaced, Piece};
 use crate::unigram::UnigramModel;
-use crate::vocab::AllowedSpecial;
 use crate::wordpiece::WordPieceModel;
 
 #[derive(Clone)]
@@ -49,27 +49,14 @@ impl Model {
         }
     }
 
-    /// Appends the ids of a text without special tokens through the
-    /// model's own text handling (a preset's pipeline, fused: no pieces in
-    /// between).
-    pub fn encode_whole(&self, text: &str, ids: &mut Vec<u32>) -> Result<()> {
+    /// Runs `f` with this thread's encoder of single pieces (BPE's cache
+    /// of merged pieces kept across the calls it makes): the ids-only path,
+    /// which streams pieces from the pre-tokenizer without listing them.
+    pub(crate) fn with_encoder<R>(&self, f: impl FnOnce(&mut PieceEncoder<'_>) -> R) -> R {
         match self {
-            Model::Bpe(m) => m.encode_into(text, &AllowedSpecial::None, ids),
-            Model::WordPiece(m) => m.encode_into(text, &AllowedSpecial::None, ids),
-            Model::Unigram(m) => {
-                m.encode_into(text, ids);
-                Ok(())
-            }
-        }
-    }
-
-    /// `encode_whole` of each text, appended to `runs`, on this thread (a
-    /// chunk of a batch).
-    pub fn encode_texts(&self, texts: &[&str], runs: &mut IdRuns) -> Result<()> {
-        match self {
-            Model::Bpe(m) => m.encode_texts(texts, &AllowedSpecial::None, runs),
-            Model::WordPiece(m) => m.encode_texts(texts, &AllowedSpecial::None, runs),
-            Model::Unigram(m) => m.encode_texts(texts, runs),
+            Model::Bpe(m) => m.with_state(|state| f(&mut PieceEncoder::Bpe(m, state))),
+            Model::WordPiece(m) => f(&mut PieceEncoder::WordPiece(m)),
+            Model::Unigram(m) => f(&mut PieceEncoder::Unigram(m)),
         }
     }
 
@@ -117,6 +104,54 @@ impl Model {
             Model::Bpe(_) => "bpe",
             Model::WordPiece(_) => "wordpiece",
             Model::Unigram(_) => "unigram",
+        }
+    }
+}
+
+/// A model encoding one piece at a time (see [`Model::with_encoder`]).
+pub(crate) enum PieceEncoder<'m> {
+    Bpe(&'m BpeModel, &'m mut EncodeState),
+    WordPiece(&'m WordPieceModel),
+    Unigram(&'m UnigramModel),
+}
+
+impl PieceEncoder<'_> {
+    /// Appends the ids of one piece.
+    #[inline]
+    pub(crate) fn encode(&mut self, piece: &str, out: &mut Vec<u32>) {
+        match self {
+            PieceEncoder::Bpe(m, state) => m.encode_piece(piece.as_bytes(), out, state),
+            PieceEncoder::WordPiece(m) => {
+                m.encode_word(piece, out);
+            }
+            PieceEncoder::Unigram(m) => m.encode_piece(piece, out, None),
+        }
+    }
+
+    /// Appends the ids of a piece from a streaming pre-tokenizer.
+    #[inline]
+    pub(crate) fn encode_piece(&mut self, piece: Piece<'_>, out: &mut Vec<u32>) {
+        match piece {
+            Piece::Text(text) => self.encode(text, out),
+            Piece::Spaced {
+                text,
+                replacement,
+                prefix,
+            } => {
+                if let PieceEncoder::Unigram(m) = self {
+                    if m.encode_spaced(text, replacement, prefix, out) {
+                        return;
+                    }
+                }
+                thread_local! {
+                    static WRITTEN: RefCell<String> = const { RefCell::new(String::new()) };
+                }
+                WRITTEN.with(|written| {
+                    let written = &mut *written.borrow_mut();
+                    write_metaspaced(text, replacement, prefix, written);
+                    self.encode(written, out);
+                })
+            }
         }
     }
 }

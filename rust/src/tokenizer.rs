@@ -62,10 +62,6 @@ pub struct Tokenizer {
     /// The ids of every special token (the pipeline's and the template's),
     /// sorted.
     special_ids: Vec<u32>,
-    /// The normalizer, pre-tokenizer and special tokens are the model's own
-    /// text handling (a preset's pipeline): ids-only encoding runs the
-    /// model's fused encoder, which gives the same ids faster.
-    fused: bool,
 }
 
 /// Scratch space of one thread, reused between texts.
@@ -73,6 +69,8 @@ pub struct Tokenizer {
 struct Scratch {
     text: Normalized,
     pieces: Vec<Range<usize>>,
+    /// The text a streaming pre-tokenizer rewrites (`Metaspace`).
+    buffer: String,
     ids: Vec<u32>,
     ends: Vec<u32>,
 }
@@ -87,7 +85,7 @@ thread_local! {
 impl Tokenizer {
     /// Checks every part of `spec` against `model` (special-token ids in
     /// range, truncation leaving room for the template's tokens, ...).
-    pub fn new(model: Model, spec: &PipelineSpec, fused: bool) -> Result<Self> {
+    pub fn new(model: Model, spec: &PipelineSpec) -> Result<Self> {
         let normalizer = spec
             .normalizer
             .as_ref()
@@ -144,7 +142,6 @@ impl Tokenizer {
         Ok(Tokenizer {
             decoder,
             special_ids,
-            fused,
             model,
             normalizer,
             pre_tokenizer,
@@ -390,14 +387,6 @@ impl Tokenizer {
         allowed: &AllowedSpecial,
         runs: &mut IdRuns,
     ) -> Result<()> {
-        if self.fused
-            && (self.template.is_none() || !add_special_tokens)
-            && matches!(allowed, AllowedSpecial::None)
-        {
-            // Nothing around the model and no special tokens to find: its
-            // own batch loop, which keeps its state for the whole chunk.
-            return self.model.encode_texts(texts, runs);
-        }
         let matcher = self.matcher(allowed)?;
         texts.iter().try_for_each(|text| {
             runs.push(|out| self.single_ids_into(text, add_special_tokens, matcher.as_deref(), out))
@@ -424,36 +413,70 @@ impl Tokenizer {
         Ok(())
     }
 
-    /// Appends the ids of one text (no template): the model's fused
-    /// encoder, or the pipeline without offsets.
+    /// Appends the ids of one text (no template), without offsets.
     fn sequence_ids(
         &self,
         text: &str,
         matcher: Option<&AhoCorasick>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        // Special tokens are found here, for every model and path; the
-        // stretches between them go to the model's fused encoder (a
-        // preset's own text handling) or through the pipeline's steps.
-        if self.fused && matcher.is_none() {
-            return self.model.encode_whole(text, out);
-        }
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
+            if matcher.is_none() {
+                return self.stretch_ids(text, 0, scratch, out);
+            }
             split_special(text, matcher, |segment| -> Result<()> {
                 match segment {
                     Segment::Special(token) => out.push(self.special_id(token)),
-                    Segment::Text(part) if self.fused => self.model.encode_whole(part, out)?,
-                    Segment::Text(part) if !part.is_empty() => {
+                    Segment::Text(part) => {
                         let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        self.pieces(part, offset, false, scratch)?;
-                        self.model
-                            .encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
+                        self.stretch_ids(part, offset, scratch, out)?;
                     }
-                    Segment::Text(_) => {}
                 }
                 Ok(())
             })
+        })
+    }
+
+    /// Appends the ids of one stretch of text between special tokens (at
+    /// byte `offset` of its sequence): normalized, then each piece handed
+    /// from the pre-tokenizer to the model as it is found, with no list of
+    /// pieces (a `Sequence` of pre-tokenizers, which refines one, aside).
+    fn stretch_ids(
+        &self,
+        part: &str,
+        offset: usize,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        if part.is_empty() {
+            return Ok(());
+        }
+        if self.pre_tokenizer.as_ref().is_some_and(|p| !p.streams()) {
+            self.pieces(part, offset, false, scratch)?;
+            self.model
+                .encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
+            return Ok(());
+        }
+        let Scratch { text, buffer, .. } = scratch;
+        let normalized = match &self.normalizer {
+            None => part,
+            Some(n) => {
+                text.reset(part, 0, false);
+                n.normalize(text)?;
+                text.as_str()
+            }
+        };
+        self.model.with_encoder(|model| match &self.pre_tokenizer {
+            Some(p) => p.for_each_piece(normalized, offset == 0, buffer, |piece| {
+                model.encode_piece(piece, out)
+            }),
+            None => {
+                if !normalized.is_empty() {
+                    model.encode(normalized, out);
+                }
+                Ok(())
+            }
         })
     }
 
@@ -566,6 +589,7 @@ impl Tokenizer {
             pieces,
             ids,
             ends,
+            ..
         } = scratch;
         ids.clear();
         ends.clear();

@@ -174,7 +174,7 @@ impl BpeModel {
 
     /// Runs `f` with this thread's encoding state, reset if it belonged to
     /// another model.
-    fn with_state<R>(&self, f: impl FnOnce(&mut EncodeState) -> R) -> R {
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut EncodeState) -> R) -> R {
         let instance = self.instance.load(std::sync::atomic::Ordering::Relaxed);
         STATE.with(|cell| {
             let mut state = cell.borrow_mut();

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use aho_corasick::AhoCorasick;
 use rustc_hash::FxHashMap;
 
+pub(crate) use encoder::EncodeState;
 pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};

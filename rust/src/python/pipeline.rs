@@ -141,17 +141,13 @@ fn input_texts<'a>(inputs: &'a [Input<'_>]) -> PyResult<Vec<(&'a str, Option<&'a
 impl Pipeline {
     /// `spec`: the pipeline's JSON (normalizer, pre_tokenizer,
     /// post_processor, special_tokens, truncation, padding).
-    /// `fused`: the normalizer, pre-tokenizer and special tokens are the
-    /// model's own (a preset's), so ids-only encoding may use the model's
-    /// fused encoder.
     #[new]
-    #[pyo3(signature = (model, spec, fused = false))]
-    fn new(model: &Bound<'_, PyAny>, spec: &str, fused: bool) -> PyResult<Self> {
+    fn new(model: &Bound<'_, PyAny>, spec: &str) -> PyResult<Self> {
         let spec: PipelineSpec = serde_json::from_str(spec).map_err(|e| {
             pyo3::exceptions::PyValueError::new_err(format!("pipeline settings: {e}"))
         })?;
         let (model, ints) = model_of(model)?;
-        let tokenizer = Tokenizer::new(model, &spec, fused).map_err(to_py)?;
+        let tokenizer = Tokenizer::new(model, &spec).map_err(to_py)?;
         Ok(Pipeline {
             tokenizer: Arc::new(tokenizer),
             ints,
@@ -448,7 +444,7 @@ impl Encoding {
             p.apply(&mut full, self.encoding.len());
         }
         if full.padded_ids() != self.encoding.padded_ids() {
-            // The fused encoder and the pipeline disagree: offsets would
+            // The ids-only and the offsets paths disagree: offsets would
             // belong to other tokens. A bug, never an answer.
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "polytok internal error (the ids with offsets differ from the ids); please report it",

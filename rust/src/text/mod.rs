@@ -256,6 +256,29 @@ impl CharIndex {
     }
 }
 
+/// Where `bytes` first holds two spaces in a row. Blocks are scanned
+/// without an early exit, which vectorizes (a substring search for two
+/// spaces, a needle of common bytes, goes byte by byte).
+pub(crate) fn find_double_space(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    let (Some(first), Some(second)) = (bytes.get(..bytes.len().saturating_sub(1)), bytes.get(1..))
+    else {
+        return None;
+    };
+    let is_double = |(&x, &y): (&u8, &u8)| (x == b' ') & (y == b' ');
+    first
+        .chunks(BLOCK)
+        .zip(second.chunks(BLOCK))
+        .enumerate()
+        .find_map(|(block, (a, b))| {
+            let found = a
+                .iter()
+                .zip(b)
+                .fold(false, |found, pair| found | is_double(pair));
+            found.then(|| block * BLOCK + a.iter().zip(b).position(is_double).expect("found"))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,11 @@
 //!   Unicode White_Space character too, each of which then becomes a space;
 //!   `strip` removes it at both ends, `collapse` makes each run of it one
 //!   space;
+//! - `RemoveExtraWhitespaces {trailing_metaspace}`: SentencePiece's
+//!   `remove_extra_whitespaces`: spaces (U+0020 only) dropped at the start
+//!   and the end, each run of them inside made one; with
+//!   `trailing_metaspace`, a `▁` at the end goes with the spaces there (as
+//!   in SentencePiece, which trims the end after writing spaces as `▁`);
 //! - `RemoveControl {keep_joiners}`: removes control and format characters
 //!   (general category Cc and Cf) except tab, line feed and carriage return,
 //!   and, with `keep_joiners`, the zero-width (non-)joiners U+200C and
@@ -62,7 +67,7 @@ use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
 };
 
-use super::{Builder, CharIndex, Normalized, Span};
+use super::{find_double_space, Builder, CharIndex, Normalized, Span};
 use crate::bert_text::{self, AsciiClass, ASCII_CLASS};
 use crate::error::{Error, Result};
 
@@ -110,6 +115,9 @@ pub enum Normalizer {
         collapse: bool,
         unicode_spaces: bool,
     },
+    RemoveExtraWhitespaces {
+        trailing_metaspace: bool,
+    },
     RemoveControl {
         keep_joiners: bool,
     },
@@ -119,7 +127,7 @@ pub enum Normalizer {
 }
 
 /// The `"type"` of each step, for error messages.
-pub const NORMALIZER_TYPES: [&str; 15] = [
+pub const NORMALIZER_TYPES: [&str; 16] = [
     "NFC",
     "NFD",
     "NFKC",
@@ -133,6 +141,7 @@ pub const NORMALIZER_TYPES: [&str; 15] = [
     "HalfWidth",
     "FullWidth",
     "Whitespace",
+    "RemoveExtraWhitespaces",
     "RemoveControl",
     "Sequence",
 ];
@@ -309,6 +318,9 @@ impl Normalizer {
                 collapse,
                 unicode_spaces,
             } => whitespace(text, *strip, *collapse, *unicode_spaces),
+            Normalizer::RemoveExtraWhitespaces { trailing_metaspace } => {
+                remove_extra_spaces(text, *trailing_metaspace)
+            }
             Normalizer::RemoveControl { keep_joiners } => {
                 let keep_joiners = *keep_joiners;
                 let s = text.as_str();
@@ -762,6 +774,33 @@ fn whitespace(text: &mut Normalized, strip: bool, collapse: bool, unicode_spaces
     });
 }
 
+fn remove_extra_spaces(text: &mut Normalized, trailing_metaspace: bool) {
+    let s = text.as_str();
+    let start = s.len() - s.trim_start_matches(' ').len();
+    let end = start
+        + s[start..]
+            .trim_end_matches(|c| c == ' ' || (trailing_metaspace && c == '\u{2581}'))
+            .len();
+    if start == 0 && end == s.len() && find_double_space(s.as_bytes()).is_none() {
+        return;
+    }
+    text.rebuild(|src, out| {
+        let bytes = src.as_str().as_bytes();
+        let (mut copied, mut at) = (start, start);
+        while let Some(found) = memchr::memchr(b' ', &bytes[at..end]) {
+            let space = at + found;
+            let run = bytes[space..end].iter().take_while(|&&b| b == b' ').count();
+            if run > 1 {
+                out.copy(src, copied..space);
+                out.push(' ', src.original_span(space..space + run));
+                copied = space + run;
+            }
+            at = space + run;
+        }
+        out.copy(src, copied..end);
+    });
+}
+
 fn is_ascii_control(c: char) -> bool {
     (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\x7F'
 }
@@ -865,6 +904,28 @@ mod tests {
         let collapse =
             r#"{"type":"Whitespace","strip":false,"collapse":true,"unicode_spaces":false}"#;
         assert_eq!(run(collapse, "  a\n\nb  ").0, " a b ");
+    }
+
+    #[test]
+    fn remove_extra_whitespaces_as_sentencepiece() {
+        let with = r#"{"type":"RemoveExtraWhitespaces","trailing_metaspace":true}"#;
+        let without = r#"{"type":"RemoveExtraWhitespaces","trailing_metaspace":false}"#;
+        for (text, expected) in [
+            ("", ""),
+            ("   ", ""),
+            ("a", "a"),
+            ("  a  b   c  ", "a b c"),
+            ("a \t  b", "a \t b"),
+            ("\u{2581}a \u{2581} ", "\u{2581}a"),
+            ("\u{2581}", ""),
+        ] {
+            assert_eq!(run(with, text).0, expected, "{text:?}");
+        }
+        assert_eq!(run(without, "a\u{2581} ").0, "a\u{2581}");
+        // A collapsed run stands for all of its spaces.
+        let (text, spans) = run(with, " ab   c ");
+        assert_eq!(text, "ab c");
+        assert_eq!(spans, [(1, 2), (2, 3), (3, 6), (6, 7)]);
     }
 
     #[test]

@@ -147,75 +147,6 @@ impl PreTokenizer {
         text_start: bool,
     ) -> Result<()> {
         match self {
-            PreTokenizer::Pattern(splitter) => {
-                let s = text.as_str();
-                let base = s.as_ptr() as usize;
-                let mut result = Ok(());
-                refine(s, pieces, |piece, offset, out| {
-                    if result.is_ok() {
-                        result = splitter.for_each_piece(piece, |p| {
-                            let start = p.as_ptr() as usize - base;
-                            debug_assert!(start >= offset);
-                            out.push(start..start + p.len());
-                        });
-                    }
-                });
-                result?;
-            }
-            PreTokenizer::Bert => refine(text.as_str(), pieces, |piece, offset, out| {
-                split_chars(piece, offset, out, |c| {
-                    let (space, punctuation) = space_or_punctuation(c);
-                    if space {
-                        Cut::Drop
-                    } else if punctuation {
-                        Cut::Isolate
-                    } else {
-                        Cut::Keep
-                    }
-                })
-            }),
-            PreTokenizer::Whitespace(regex) => {
-                refine(text.as_str(), pieces, |piece, offset, out| {
-                    out.extend(
-                        regex
-                            .find_iter(piece)
-                            .map(|m| offset + m.start()..offset + m.end()),
-                    )
-                })
-            }
-            PreTokenizer::WhitespaceSplit => refine(text.as_str(), pieces, |piece, offset, out| {
-                split_chars(piece, offset, out, |c| {
-                    if c.is_whitespace() {
-                        Cut::Drop
-                    } else {
-                        Cut::Keep
-                    }
-                })
-            }),
-            PreTokenizer::Punctuation => refine(text.as_str(), pieces, |piece, offset, out| {
-                split_chars(piece, offset, out, |c| {
-                    if space_or_punctuation(c).1 {
-                        Cut::Isolate
-                    } else {
-                        Cut::Keep
-                    }
-                })
-            }),
-            PreTokenizer::Digits { individual } => {
-                refine(text.as_str(), pieces, |piece, offset, out| {
-                    if *individual {
-                        split_chars(piece, offset, out, |c| {
-                            if c.is_numeric() {
-                                Cut::Isolate
-                            } else {
-                                Cut::Keep
-                            }
-                        })
-                    } else {
-                        split_runs(piece, offset, out, |c| c.is_numeric())
-                    }
-                })
-            }
             PreTokenizer::Metaspace {
                 replacement,
                 prepend,
@@ -224,23 +155,124 @@ impl PreTokenizer {
                 metaspace(text, pieces, *replacement, *prepend, text_start);
                 if *split {
                     refine(text.as_str(), pieces, |piece, offset, out| {
-                        let mut start = 0;
-                        for (i, _) in piece.match_indices(*replacement) {
-                            if i > start {
-                                out.push(offset + start..offset + i);
-                            }
-                            start = i;
-                        }
-                        if start < piece.len() {
-                            out.push(offset + start..offset + piece.len());
-                        }
-                    });
+                        split_before(piece, *replacement, |r| {
+                            out.push(offset + r.start..offset + r.end)
+                        });
+                        Ok(())
+                    })?;
                 }
             }
             PreTokenizer::Sequence(steps) => {
                 for step in steps {
                     step.pre_tokenize(text, pieces, text_start)?;
                 }
+            }
+            step => refine(text.as_str(), pieces, |piece, offset, out| {
+                step.split(piece, |r| out.push(offset + r.start..offset + r.end))
+            })?,
+        }
+        Ok(())
+    }
+
+    /// Whether [`PreTokenizer::for_each_piece`] can run this step: one
+    /// step, not a sequence (whose steps need the pieces of the one before).
+    pub fn streams(&self) -> bool {
+        !matches!(self, PreTokenizer::Sequence(_))
+    }
+
+    /// Calls `f` with each piece of `text`, in order, without a list of
+    /// pieces or a map to the original: the ids-only path. `Metaspace`
+    /// with `split` writes its text into `buffer`; without, it hands the
+    /// text over unwritten ([`Piece::Spaced`]). Not for a `Sequence` (see
+    /// [`PreTokenizer::streams`]).
+    pub fn for_each_piece(
+        &self,
+        text: &str,
+        text_start: bool,
+        buffer: &mut String,
+        mut f: impl FnMut(Piece<'_>),
+    ) -> Result<()> {
+        match self {
+            PreTokenizer::Metaspace {
+                replacement,
+                prepend,
+                split,
+            } => {
+                if text.is_empty() {
+                    return Ok(());
+                }
+                let prefix = takes_prefix(text, *replacement, *prepend, text_start);
+                if !*split {
+                    f(Piece::Spaced {
+                        text,
+                        replacement: *replacement,
+                        prefix,
+                    });
+                    return Ok(());
+                }
+                write_metaspaced(text, *replacement, prefix, buffer);
+                split_before(buffer, *replacement, |r| f(Piece::Text(&buffer[r])));
+                Ok(())
+            }
+            // Slices straight from the splitter (the hottest case: no
+            // ranges to slice again).
+            PreTokenizer::Pattern(splitter) => splitter.for_each_piece(text, |p| f(Piece::Text(p))),
+            PreTokenizer::Sequence(_) => unreachable!("a Sequence does not stream"),
+            step => step.split(text, |r| f(Piece::Text(&text[r]))),
+        }
+    }
+
+    /// Cuts one piece as this step does (not `Metaspace` nor `Sequence`,
+    /// which change the text or chain steps): `emit` gets the new pieces'
+    /// ranges in `piece`.
+    fn split(&self, piece: &str, mut emit: impl FnMut(Range<usize>)) -> Result<()> {
+        match self {
+            PreTokenizer::Pattern(splitter) => {
+                let base = piece.as_ptr() as usize;
+                splitter.for_each_piece(piece, |p| {
+                    let start = p.as_ptr() as usize - base;
+                    emit(start..start + p.len());
+                })?;
+            }
+            PreTokenizer::Bert => split_chars(piece, emit, |c| {
+                let (space, punctuation) = space_or_punctuation(c);
+                if space {
+                    Cut::Drop
+                } else if punctuation {
+                    Cut::Isolate
+                } else {
+                    Cut::Keep
+                }
+            }),
+            PreTokenizer::Whitespace(regex) => {
+                regex.find_iter(piece).for_each(|m| emit(m.range()));
+            }
+            PreTokenizer::WhitespaceSplit => split_chars(piece, emit, |c| {
+                if c.is_whitespace() {
+                    Cut::Drop
+                } else {
+                    Cut::Keep
+                }
+            }),
+            PreTokenizer::Punctuation => split_chars(piece, emit, |c| {
+                if space_or_punctuation(c).1 {
+                    Cut::Isolate
+                } else {
+                    Cut::Keep
+                }
+            }),
+            PreTokenizer::Digits { individual: true } => split_chars(piece, emit, |c| {
+                if c.is_numeric() {
+                    Cut::Isolate
+                } else {
+                    Cut::Keep
+                }
+            }),
+            PreTokenizer::Digits { individual: false } => {
+                split_runs(piece, emit, |c| c.is_numeric())
+            }
+            PreTokenizer::Metaspace { .. } | PreTokenizer::Sequence(_) => {
+                unreachable!("Metaspace and Sequence are not one-piece splits")
             }
         }
         Ok(())
@@ -261,8 +293,8 @@ enum Cut {
 fn refine(
     text: &str,
     pieces: &mut Vec<Range<usize>>,
-    mut split: impl FnMut(&str, usize, &mut Vec<Range<usize>>),
-) {
+    mut split: impl FnMut(&str, usize, &mut Vec<Range<usize>>) -> Result<()>,
+) -> Result<()> {
     thread_local! {
         /// The pieces being refined, reused: no allocation per text.
         static OLD: std::cell::RefCell<Vec<Range<usize>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -271,13 +303,14 @@ fn refine(
         let old = &mut *old.borrow_mut();
         std::mem::swap(old, pieces);
         pieces.clear();
-        for range in old.drain(..) {
-            split(&text[range.clone()], range.start, pieces);
-        }
+        let result = old
+            .drain(..)
+            .try_for_each(|range| split(&text[range.clone()], range.start, pieces));
+        result
     })
 }
 
-fn split_chars(piece: &str, offset: usize, out: &mut Vec<Range<usize>>, cut: impl Fn(char) -> Cut) {
+fn split_chars(piece: &str, mut emit: impl FnMut(Range<usize>), cut: impl Fn(char) -> Cut) {
     let mut start = None;
     for (i, c) in piece.char_indices() {
         match cut(c) {
@@ -286,45 +319,98 @@ fn split_chars(piece: &str, offset: usize, out: &mut Vec<Range<usize>>, cut: imp
             }
             what => {
                 if let Some(s) = start.take() {
-                    out.push(offset + s..offset + i);
+                    emit(s..i);
                 }
                 if let Cut::Isolate = what {
-                    out.push(offset + i..offset + i + c.len_utf8());
+                    emit(i..i + c.len_utf8());
                 }
             }
         }
     }
     if let Some(s) = start {
-        out.push(offset + s..offset + piece.len());
+        emit(s..piece.len());
     }
 }
 
 /// Cuts where `in_run` changes: runs of characters it holds for, and the
 /// stretches between them.
-fn split_runs(
-    piece: &str,
-    offset: usize,
-    out: &mut Vec<Range<usize>>,
-    in_run: impl Fn(char) -> bool,
-) {
+fn split_runs(piece: &str, mut emit: impl FnMut(Range<usize>), in_run: impl Fn(char) -> bool) {
     let mut start = 0;
     let mut inside = None;
     for (i, c) in piece.char_indices() {
         let now = in_run(c);
         if inside.is_some_and(|was| was != now) {
-            out.push(offset + start..offset + i);
+            emit(start..i);
             start = i;
         }
         inside = Some(now);
     }
     if start < piece.len() {
-        out.push(offset + start..offset + piece.len());
+        emit(start..piece.len());
+    }
+}
+
+/// A piece on the ids-only path (see [`PreTokenizer::for_each_piece`]).
+pub enum Piece<'t> {
+    Text(&'t str),
+    /// `Metaspace`'s text (not split) before its rewrite: each space stands
+    /// for `replacement`, and with `prefix` one more goes in front. A model
+    /// that reads `▁` as a space itself (Unigram's trie) encodes it as it
+    /// is, without writing every space as `▁` and back; others get it
+    /// written ([`write_metaspaced`]).
+    Spaced {
+        text: &'t str,
+        replacement: char,
+        prefix: bool,
+    },
+}
+
+/// `text` with each space written as `replacement`, and one in front with
+/// `prefix`, into `out`.
+pub fn write_metaspaced(text: &str, replacement: char, prefix: bool, out: &mut String) {
+    out.clear();
+    out.reserve(text.len() + text.len() / 2 + replacement.len_utf8());
+    if prefix {
+        out.push(replacement);
+    }
+    for (i, part) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(replacement);
+        }
+        out.push_str(part);
+    }
+}
+
+/// Cuts before each `mark` (`Metaspace`'s split).
+fn split_before(piece: &str, mark: char, mut emit: impl FnMut(Range<usize>)) {
+    let mut start = 0;
+    for (i, _) in piece.match_indices(mark) {
+        if i > start {
+            emit(start..i);
+        }
+        start = i;
+    }
+    if start < piece.len() {
+        emit(start..piece.len());
     }
 }
 
 /// Rewrites the pieces' spaces as `replacement` and puts one in front of
 /// the pieces `prepend` says, updating the ranges. Text between pieces
 /// (dropped white space) is left out.
+/// Whether `Metaspace` puts `replacement` in front of `piece` (the text's
+/// first piece when `starts_text`). A piece that starts with a space starts
+/// with `replacement` once spaces are replaced: it gets no other.
+fn takes_prefix(piece: &str, replacement: char, prepend: PrependScheme, starts_text: bool) -> bool {
+    let wanted = match prepend {
+        PrependScheme::Always => true,
+        PrependScheme::First => starts_text,
+        PrependScheme::Never => false,
+    };
+    let first = piece.chars().next();
+    wanted && first != Some(replacement) && first != Some(' ')
+}
+
 fn metaspace(
     text: &mut Normalized,
     pieces: &mut [Range<usize>],
@@ -336,15 +422,8 @@ fn metaspace(
         let s = src.as_str();
         for (index, range) in pieces.iter_mut().enumerate() {
             let start = out.as_str().len();
-            let wants_prefix = match prepend {
-                PrependScheme::Always => true,
-                PrependScheme::First => index == 0 && text_start && range.start == 0,
-                PrependScheme::Never => false,
-            };
-            // A piece that starts with a space starts with `replacement`
-            // once spaces are replaced: it gets no other.
-            let first = s[range.clone()].chars().next();
-            if wants_prefix && first != Some(replacement) && first != Some(' ') {
+            let starts_text = index == 0 && text_start && range.start == 0;
+            if takes_prefix(&s[range.clone()], replacement, prepend, starts_text) {
                 out.push(replacement, src.insertion_span(range.start));
             }
             let mut copied = range.start;
@@ -376,6 +455,81 @@ mod tests {
             .collect();
         let spans = pieces.iter().map(|r| n.original_span(r.clone())).collect();
         (n.as_str().to_owned(), words, spans)
+    }
+
+    /// The pieces of the ids-only path, `Metaspace`'s unwritten text
+    /// written out.
+    fn streamed(spec: &str, text: &str, text_start: bool) -> Vec<String> {
+        let pre = PreTokenizer::from_json(spec).unwrap();
+        let mut pieces = Vec::new();
+        let mut buffer = String::new();
+        pre.for_each_piece(text, text_start, &mut buffer, |piece| match piece {
+            Piece::Text(t) => pieces.push(t.to_owned()),
+            Piece::Spaced {
+                text,
+                replacement,
+                prefix,
+            } => {
+                let mut written = String::new();
+                write_metaspaced(text, replacement, prefix, &mut written);
+                pieces.push(written);
+            }
+        })
+        .unwrap();
+        pieces
+    }
+
+    #[test]
+    fn streamed_pieces_equal_the_listed_ones() {
+        let specs = [
+            r#"{"type": "Pattern", "pattern": "cl100k"}"#,
+            r#"{"type": "Pattern", "pattern": "\\w+|\\s+|[^\\w\\s]+"}"#,
+            r#"{"type": "BertPreTokenizer"}"#,
+            r#"{"type": "Whitespace"}"#,
+            r#"{"type": "WhitespaceSplit"}"#,
+            r#"{"type": "Punctuation"}"#,
+            r#"{"type": "Digits", "individual_digits": true}"#,
+            r#"{"type": "Digits", "individual_digits": false}"#,
+            r#"{"type": "Metaspace", "prepend_scheme": "always", "split": true}"#,
+            r#"{"type": "Metaspace", "prepend_scheme": "first", "split": false}"#,
+            r#"{"type": "Metaspace", "prepend_scheme": "never", "split": true}"#,
+        ];
+        let texts = [
+            "",
+            " ",
+            "Hello, world!  It's 2024...",
+            " lead▁ and ▁trail ",
+            "日本語のテキスト、１２３。",
+            "tab\there\nnew  line",
+            "क्षि ـ 🙂 e\u{301}",
+        ];
+        for spec in specs {
+            for text in texts {
+                for text_start in [true, false] {
+                    let pre = PreTokenizer::from_json(spec).unwrap();
+                    let mut n = Normalized::new(text, false);
+                    let mut pieces = Vec::new();
+                    if !text.is_empty() {
+                        pieces.push(0..text.len());
+                    }
+                    pre.pre_tokenize(&mut n, &mut pieces, text_start).unwrap();
+                    let listed: Vec<String> = pieces
+                        .iter()
+                        .map(|r| n.as_str()[r.clone()].to_owned())
+                        .collect();
+                    assert_eq!(
+                        streamed(spec, text, text_start),
+                        listed,
+                        "{spec} on {text:?}"
+                    );
+                }
+            }
+        }
+        let sequence = PreTokenizer::from_json(
+            r#"{"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}]}"#,
+        )
+        .unwrap();
+        assert!(!sequence.streams());
     }
 
     #[test]

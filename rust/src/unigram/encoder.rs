@@ -23,7 +23,7 @@
 use std::cell::RefCell;
 
 use super::piece_trie::NO_PIECE;
-use super::{PieceKind, UnigramModel, SPACE_SYMBOL};
+use super::{PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
@@ -31,6 +31,9 @@ const UNK_PENALTY: f32 = 10.0;
 /// Path scores beyond ±this are rebased to 0 (SentencePiece's
 /// `kScoreResetThreshold`).
 const SCORE_RESET: f32 = 100_000.0;
+
+/// `▁` in UTF-8.
+const SPACE_BYTES: [u8; 3] = [0xE2, 0x96, 0x81];
 
 /// The last piece of a path that is the unknown piece (others are trie
 /// units).
@@ -43,6 +46,8 @@ thread_local! {
     /// The best paths and the spans of a text, reused between calls.
     static BUFFERS: RefCell<(BestPaths, Vec<Span>)> =
         const { RefCell::new((BestPaths { scores: Vec::new(), lasts: Vec::new() }, Vec::new())) };
+    /// A piece with its `▁` written as spaces (see `encode_piece`).
+    static WALK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The best path ending at each byte, as two arrays: the scores, which
@@ -120,29 +125,81 @@ impl UnigramModel {
         if !self.ascii_spaces {
             return self.encode_walk(piece.as_bytes(), out, ends);
         }
-        let mut walk = String::with_capacity(piece.len());
-        let mut at = ends.as_ref().map_or(0, |e| e.1);
-        for (i, part) in piece.split(' ').enumerate() {
-            if i > 0 {
-                // The literal space: unknown.
-                match &self.byte_pieces {
-                    Some(byte_ids) => out.push(byte_ids[b' ' as usize]),
-                    None => out.push(self.unk),
-                }
-                at += 1;
-                if let Some((ends, _)) = ends.as_mut() {
-                    ends.push(at);
+        WALK.with(|walk| {
+            // One pass: `▁` written as `' '`; a literal space ends a part
+            // of the walk and is unknown.
+            let walk = &mut *walk.borrow_mut();
+            walk.clear();
+            walk.reserve(piece.len());
+            let bytes = piece.as_bytes();
+            let mut at = ends.as_ref().map_or(0, |e| e.1);
+            let (mut i, mut part_start) = (0, 0);
+            loop {
+                let Some(&b) = bytes.get(i).filter(|&&b| b != b' ') else {
+                    self.encode_walk(walk, out, ends.as_mut().map(|(e, _)| (&mut **e, at)));
+                    at += (i - part_start) as u32;
+                    walk.clear();
+                    if i == bytes.len() {
+                        return;
+                    }
+                    match &self.byte_pieces {
+                        Some(byte_ids) => out.push(byte_ids[b' ' as usize]),
+                        None => out.push(self.unk),
+                    }
+                    at += 1;
+                    if let Some((ends, _)) = ends.as_mut() {
+                        ends.push(at);
+                    }
+                    i += 1;
+                    part_start = i;
+                    continue;
+                };
+                if b == SPACE_BYTES[0] && bytes[i..].starts_with(&SPACE_BYTES) {
+                    walk.push(b' ');
+                    i += SPACE_BYTES.len();
+                } else {
+                    walk.push(b);
+                    i += 1;
                 }
             }
-            walk.clear();
-            walk.push_str(&part.replace(SPACE_SYMBOL, " "));
-            self.encode_walk(
-                walk.as_bytes(),
-                out,
-                ends.as_mut().map(|(e, _)| (&mut **e, at)),
-            );
-            at += part.len() as u32;
+        })
+    }
+
+    /// Appends the ids of `Metaspace`'s unwritten text (see
+    /// [`crate::text::pre_tokenizers::Piece::Spaced`]) if this model reads
+    /// `▁` as a space: its spaces are already what the trie walks (and a
+    /// `▁` of the text, rare, is written as one). False, with nothing
+    /// appended, for other models or another replacement.
+    pub fn encode_spaced(
+        &self,
+        text: &str,
+        replacement: char,
+        prefix: bool,
+        out: &mut Vec<u32>,
+    ) -> bool {
+        if !self.ascii_spaces || replacement != SPACE_SYMBOL {
+            return false;
         }
+        if !prefix && SPACE_SYMBOL_FINDER.find(text.as_bytes()).is_none() {
+            self.encode_walk(text.as_bytes(), out, None);
+            return true;
+        }
+        WALK.with(|walk| {
+            let walk = &mut *walk.borrow_mut();
+            walk.clear();
+            if prefix {
+                walk.push(b' ');
+            }
+            let mut copied = 0;
+            for at in SPACE_SYMBOL_FINDER.find_iter(text.as_bytes()) {
+                walk.extend_from_slice(&text.as_bytes()[copied..at]);
+                walk.push(b' ');
+                copied = at + SPACE_BYTES.len();
+            }
+            walk.extend_from_slice(&text.as_bytes()[copied..]);
+            self.encode_walk(walk, out, None);
+        });
+        true
     }
 
     /// Fills `best` with the best path ending at each character end.

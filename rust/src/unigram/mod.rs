@@ -42,6 +42,7 @@ pub use trainer::{train, UnigramTrainerSettings};
 
 use crate::batch::{self, IdRuns};
 use crate::error::{Error, Result};
+use crate::text::find_double_space;
 
 /// SentencePiece's piece types (the values of its `.model` files; in
 /// polytok JSON, their snake_case names).
@@ -102,7 +103,7 @@ pub const SPACE_SYMBOL: char = '\u{2581}';
 
 /// Finds `▁` in text: a SIMD search on its rare bytes (a search for a
 /// `char` would stop at every `’` or `—`, which share its first byte).
-static SPACE_SYMBOL_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+pub(super) static SPACE_SYMBOL_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new("\u{2581}".as_bytes()));
 
 pub struct UnigramModel {
@@ -458,29 +459,6 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
     if ws.add_dummy_prefix && ws.as_suffix {
         out.push_str(space);
     }
-}
-
-/// Where `bytes` first holds two spaces in a row. Blocks are scanned
-/// without an early exit, which vectorizes (a substring search for two
-/// spaces, a needle of common bytes, goes byte by byte).
-fn find_double_space(bytes: &[u8]) -> Option<usize> {
-    const BLOCK: usize = 64;
-    let (Some(first), Some(second)) = (bytes.get(..bytes.len().saturating_sub(1)), bytes.get(1..))
-    else {
-        return None;
-    };
-    let is_double = |(&x, &y): (&u8, &u8)| (x == b' ') & (y == b' ');
-    first
-        .chunks(BLOCK)
-        .zip(second.chunks(BLOCK))
-        .enumerate()
-        .find_map(|(block, (a, b))| {
-            let found = a
-                .iter()
-                .zip(b)
-                .fold(false, |found, pair| found | is_double(pair));
-            found.then(|| block * BLOCK + a.iter().zip(b).position(is_double).expect("found"))
-        })
 }
 
 /// The words of a prepared text, for training: each starts at a `▁` (the

@@ -214,7 +214,7 @@ impl WordPieceModel {
     /// Appends the tokens of `word`, or the unknown token; returns whether
     /// the word was matched.
     #[inline]
-    fn encode_word(&self, word: &str, out: &mut Vec<u32>) -> bool {
+    pub(crate) fn encode_word(&self, word: &str, out: &mut Vec<u32>) -> bool {
         // Bytes bound characters: count them only for long words.
         let max = self.settings.max_input_chars_per_word;
         if word.len() > max && word.chars().count() > max {
