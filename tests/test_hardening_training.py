@@ -65,3 +65,15 @@ def test_megabytes_on_one_line_train():
         [letters], vocab_size=1500, max_input_chars_per_word=len(letters) + 1, progress=False
     )
     assert wordpiece.vocab_size == 1500
+
+
+def test_unigram_vocabulary_near_its_floor_finishes():
+    """A Unigram vocabulary barely above what its characters need: pruning
+    reaches pieces that have no other segmentation and can go no further
+    (it once looped for ever there). Training ends with the size asked."""
+    lines = [line for path in sorted(CORPORA.glob("*.txt")) for line in path.read_text("utf-8").splitlines()][:500]
+    for vocab_size in (360, 400, 450):
+        tok = polytok.UnigramTokenizer.train_from_iterator(lines, vocab_size=vocab_size, progress=False)
+        assert tok.vocab_size == vocab_size
+        ids = tok.encode_ids(lines[0])
+        assert ids and max(ids) < vocab_size
