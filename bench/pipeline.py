@@ -15,11 +15,6 @@ cost of one call from Python against tiktoken.
 2. One call per line, cl100k, the lines of the same text: tiktoken
    ``encode_ordinary(line)``; polytok ``encode_ids(line)`` (a list) and
    ``encode(line)`` (an Encoding); the ids checked equal.
-3. The ids-only path of the pipeline (``encode_ids`` on ~1 MB documents,
-   ``encode_batch_ids`` on the lines) against the models' own encoders
-   underneath (``tok.model.encode``/``encode_batch``: what the presets'
-   ``encode`` returned before the pipeline), for cl100k, BERT and a Unigram
-   model trained on the first 2 MB: the cost of the pipeline layer.
 
 Each round runs every library once, side by side; figures are medians of
 ``--runs`` rounds, ratios medians of the per-round ratios.
@@ -90,23 +85,9 @@ def main() -> None:
         "polytok encode": lambda: [cl100k.encode(line) for line in lines],
     }
 
-    docs = _data.chunks(text, 1.0)
-    bert_plain = polytok.WordPieceTokenizer.from_vocab(_data.SHARED_DIR / "reference" / "bert-base-uncased" / "vocab.txt")
-    unigram = polytok.UnigramTokenizer.train_from_iterator(_data.en_text(2.0).splitlines(), vocab_size=8000, progress=False)
-    layer = {}
-    for label, tok, allowed in (("cl100k", cl100k, None), ("BERT", bert_plain, None), ("Unigram", unigram, None)):
-        model = tok.model
-        own = (lambda t, m=model: m.encode(t)) if label == "Unigram" else (lambda t, m=model: m.encode(t, allowed))
-        own_batch = (lambda b, m=model: m.encode_batch(b)) if label == "Unigram" else (lambda b, m=model: m.encode_batch(b, allowed))
-        assert [tok.encode_ids(d, add_special_tokens=False) for d in docs[:2]] == [own(d) for d in docs[:2]]
-        layer[f"{label} documents, model"] = lambda own=own: [own(d) for d in docs]
-        layer[f"{label} documents, encode_ids"] = lambda tok=tok: [tok.encode_ids(d, add_special_tokens=False) for d in docs]
-        layer[f"{label} lines batch, model"] = lambda own_batch=own_batch: own_batch(lines)
-        layer[f"{label} lines batch, encode_batch_ids"] = lambda tok=tok: tok.encode_batch_ids(lines, add_special_tokens=False)
-
-    times: dict[str, list[float]] = {name: [] for name in (*bert, *calls, *layer)}
+    times: dict[str, list[float]] = {name: [] for name in (*bert, *calls)}
     for round_ in range(args.runs):
-        for group in (bert, calls, layer):
+        for group in (bert, calls):
             names = list(group)
             names = names[round_ % len(names) :] + names[: round_ % len(names)]
             for name in names:
@@ -124,17 +105,6 @@ def main() -> None:
             rows.append((name, f"{size / seconds:.1f}", f"{_data.speedup(times[reference], times[name]):.2f}"))
         _data.print_table(title, ("", "MB/s", f"× {reference.split()[0]}"), rows, markdown=args.markdown)
         print()
-    rows = []
-    for name in layer:
-        if name.endswith(", model"):
-            continue
-        base = name.rsplit(", ", 1)[0] + ", model"
-        seconds = _data.median(times[name])
-        rows.append((name, f"{size / _data.median(times[base]):.1f}", f"{size / seconds:.1f}", f"{_data.speedup(times[base], times[name]):.3f}"))
-    _data.print_table(
-        "Ids only: the pipeline layer against the model's own encoder (1.000 = no cost)",
-        ("", "model MB/s", "pipeline MB/s", "× model"), rows, markdown=args.markdown,
-    )
 
 
 if __name__ == "__main__":

@@ -84,9 +84,9 @@ SNIPPET = '''
 
     model = tok.model
     if isinstance(model, _core.Bpe):
-        model_ids: list[int] = model.encode("a b", allowed_special="all")
-        flat: tuple[bytes, bytes] = model.encode_batch_flat(["a", "b"])
         token_id: int | None = model.token_id(b"a")
+    flat: tuple[bytes, bytes] = tok._pipeline.encode_batch_flat(["a", "b"], False)
+    model_pieces: list[str] = tok._pipeline.pieces("a b")
 
     counter = _core.PieceCounter("cl100k", ["<|endoftext|>"])
     counter.add_texts(["a b", "c"])

@@ -199,9 +199,7 @@ def test_bert_preset_offsets_equal_tokenizers_on_every_flores_line(bert_vocab, b
 @pytest.mark.parametrize("preset", ["cl100k", "bert", "unigram"])
 def test_offsets_path_gives_the_ids_path_ids(preset, cl100k, bert_vocab, flores, tmp_path):
     """Ids alone come from pieces streamed to the model, offsets from a list
-    of pieces with their map to the text: the two give the same tokens, and
-    the same as the model's own encoder (its text handling is the preset's
-    pipeline)."""
+    of pieces with their map to the text: the two give the same tokens."""
     if preset == "cl100k":
         tok = cl100k
     elif preset == "bert":
@@ -217,7 +215,6 @@ def test_offsets_path_gives_the_ids_path_ids(preset, cl100k, bert_vocab, flores,
     for text, a, b in zip(texts, streamed, tracked):
         assert a.ids == b.ids, text
         assert len(b.offsets) == len(b.ids) and all(0 <= s <= e <= len(text) for s, e in b.offsets), text
-    assert tok.encode_batch_ids(texts, add_special_tokens=False) == tok.model.encode_batch(texts)
     # Lazily computed offsets agree with those computed at once.
     assert [e.offsets for e in streamed] == [e.offsets for e in tracked]
 
@@ -310,3 +307,50 @@ def test_embedding_takes_encodings_and_numpy_batches(bert_vocab):
     assert (from_arrays == from_encodings).all() and (mask_arrays == mask_encodings).all()
     assert mask_arrays.sum(axis=1).tolist() == [len(bert.encode_ids(t)) for t in texts]
     assert (from_lists[0, : mask_arrays[0].sum()] == from_arrays[0, : mask_arrays[0].sum()]).all()
+
+
+def test_presets_are_their_models_steps(cl100k, bert_vocab, sample_corpus):
+    """A preset is its model with the steps it was trained with (defined
+    once, in the core): the same components, and a Tokenizer composed of
+    them gives the preset's ids. The models themselves encode pieces."""
+    unigram = polytok.UnigramTokenizer.train_from_iterator(sample_corpus[:500], vocab_size=400, progress=False)
+    bert = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
+    assert cl100k.pre_tokenizer.to_dict() == {"type": "Pattern", "pattern": "cl100k"}
+    assert cl100k.special_tokens == {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                                     "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276} or cl100k.special_tokens
+    assert bert.normalizer.to_dict()["type"] == "BertNormalizer" and bert.pre_tokenizer.to_dict()["type"] == "BertPreTokenizer"
+    assert bert.post_processor.to_dict() == {"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]}
+    assert unigram.normalizer.to_dict() == {
+        "type": "Sequence",
+        "normalizers": [{"type": "RemoveExtraWhitespaces", "trailing_metaspace": True}, {"type": "Prepend", "prepend": " "}],
+    }
+    assert unigram.pre_tokenizer.to_dict() == {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
+    for preset in (cl100k, bert, unigram):
+        composed = polytok.Tokenizer(
+            preset.model,
+            normalizer=preset.normalizer,
+            pre_tokenizer=preset.pre_tokenizer,
+            post_processor=preset.post_processor,
+            special_tokens=preset.special_tokens,
+        )
+        assert composed.encode_batch_ids(sample_corpus[:200]) == preset.encode_batch_ids(sample_corpus[:200])
+        assert not hasattr(preset.model, "encode")
+
+
+def test_pieces_nbest_and_sample_go_through_the_pipeline(sample_corpus):
+    """Unigram's n-best and sampling segment the text the pipeline makes
+    (the preset: one piece); a pipeline that cuts the text into several
+    pieces has no n-best of the whole, and says so."""
+    unigram = polytok.UnigramTokenizer.train_from_iterator(sample_corpus[:500], vocab_size=400, progress=False)
+    assert unigram._pipeline.pieces("  a  b ") == ["\u2581a\u2581b"]
+    best = unigram.nbest("  the cat  ", 3)
+    assert best[0][0] == unigram.encode_ids("  the cat  ")
+    assert unigram.sample("the cat", alpha=1e9, seed=1) == unigram.encode_ids("the cat")
+    assert unigram.nbest("", 2) == [([], 0.0)] and unigram.sample("", seed=3) == []
+    split = polytok.UnigramTokenizer(unigram.model)
+    split._pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="never", split=True)
+    split._pipeline_cache = None
+    assert split._pipeline.pieces(" a b") == ["\u2581a", "\u2581b"]
+    with pytest.raises(ValueError, match="cuts it into 2"):
+        split.nbest(" a b", 2)
+    assert split.sample(" a b", alpha=1e9, seed=1) == split.encode_ids(" a b")

@@ -20,6 +20,7 @@ __all__ = [
     "WordPiece",
     "Unigram",
     "pre_tokenize",
+    "preset_pipeline",
     "readable",
     "Pipeline",
     "Encoding",
@@ -111,12 +112,6 @@ class Bpe:
         """Forgets the pieces cached by encoding (on every thread)."""
     def to_tiktoken(self) -> str:
         """The tiktoken rank file's text."""
-    def encode(self, text: str, allowed_special: _AllowedSpecial = None) -> list[int]:
-        """The ids of ``text``."""
-    def encode_batch(self, texts: list[str], allowed_special: _AllowedSpecial = None) -> list[list[int]]:
-        """The ids of each text, on all cores."""
-    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
-        """Ids of every text, special-token text as ordinary text, as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         """The bytes of ``ids``."""
     def token_bytes(self, id: int) -> bytes:
@@ -169,12 +164,6 @@ class WordPiece:
         """polytok JSON; ``training`` and ``pipeline`` are JSON objects recorded in the file."""
     def to_vocab_txt(self) -> str:
         """The ``vocab.txt`` text: one token a line, in id order."""
-    def encode(self, text: str, allowed_special: _AllowedSpecial = None) -> list[int]:
-        """The ids of ``text``."""
-    def encode_batch(self, texts: list[str], allowed_special: _AllowedSpecial = None) -> list[list[int]]:
-        """The ids of each text, on all cores."""
-    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
-        """Ids of every text, special-token text as ordinary text, as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
     def decode(self, ids: Sequence[int], cleanup: bool = True) -> str:
         """The text of ``ids``."""
     def token(self, id: int) -> str:
@@ -214,18 +203,12 @@ class Unigram:
         """The score (log probability) of piece ``id``."""
     def piece_id(self, piece: str) -> int | None:
         """The id of a piece, or ``None``."""
-    def encode(self, text: str) -> list[int]:
-        """The ids of ``text`` (the best segmentation)."""
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """The ids of each text, on all cores."""
-    def encode_batch_flat(self, texts: list[str]) -> tuple[bytes, bytes]:
-        """Ids of every text as buffers (native-endian ``u32``: every id, and the number of ids of each text)."""
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids``."""
-    def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
-        """The ``k`` best segmentations with their scores, best first."""
-    def sample(self, text: str, alpha: float, seed: int) -> list[int]:
-        """One segmentation drawn with probability proportional to exp(alpha × score)."""
+    def nbest(self, piece: str, k: int) -> list[tuple[list[int], float]]:
+        """The ``k`` best segmentations of a piece with their scores, best first."""
+    def sample(self, piece: str, alpha: float, seed: int) -> list[int]:
+        """One segmentation of a piece drawn with probability proportional to exp(alpha × score)."""
     def piece(self, id: int) -> str:
         """The text of piece ``id``."""
     @property
@@ -292,6 +275,10 @@ class Pipeline:
         """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (see ``Tokenizer::decode``)."""
+    def encode_batch_flat(self, texts: list[str], add_special_tokens: bool = True) -> tuple[bytes, bytes]:
+        """The ids of many texts as buffers (native-endian ``u32``: every id, and the number of ids of each text): the tokens of each whole text, never truncated nor padded."""
+    def pieces(self, text: str) -> list[str]:
+        """The pieces the model gets for ``text``: normalized and pre-tokenized (no special tokens looked for)."""
     def without_special(self, ids: Sequence[int]) -> list[int]:
         """``ids`` without the special tokens of the pipeline and its template."""
 
@@ -387,6 +374,9 @@ def decoder_stream_lookahead(spec_json: str) -> int:
 
 def readable(bytes: bytes) -> str:
     """Token bytes as text, with bytes that do not decode shown as ``<0xNN>``."""
+
+def preset_pipeline(model: Bpe | WordPiece | Unigram) -> str:
+    """The pipeline of a model's preset (the steps it was trained with), as JSON."""
 
 def pre_tokenize(spec: str, text: str) -> list[tuple[str, tuple[int, int]]]:
     """The pieces of ``text`` under the pre-tokenizer ``spec`` (JSON), each with its character span in ``text``."""

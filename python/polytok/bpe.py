@@ -6,12 +6,11 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from polytok import _core, decoders
+from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
-from polytok.pre_tokenizers import Pattern
 from polytok.tokenizer import Preset
 
 
@@ -31,15 +30,6 @@ class BPETokenizer(Preset):
     """
 
     _core_type = _core.Bpe
-
-    def __init__(self, core: _core.Bpe, training: dict | None = None) -> None:
-        super().__init__(
-            core,
-            pre_tokenizer=Pattern(core.pattern),
-            decoder=decoders.ByteLevel(),
-            special_tokens=dict(core.special_tokens),
-        )
-        self._training = training
 
     # ----------------------------------------------------------------- training
 

@@ -266,7 +266,7 @@ class _Subject:
         """Every id of ``texts`` and the number of each text's ids, as NumPy arrays."""
         import numpy as np
 
-        ids, counts = self.tokenizer._core.encode_batch_flat(texts)
+        ids, counts = self.tokenizer._pipeline.encode_batch_flat(texts, False)
         return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(counts, dtype=np.uint32)
 
 

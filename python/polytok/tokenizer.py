@@ -458,6 +458,15 @@ class Preset(Tokenizer):
 
     _core_type: ClassVar[type]
 
+    def __init__(self, core: Model, training: dict | None = None) -> None:
+        spec = json.loads(_core.preset_pipeline(core))
+        parts = {
+            key: None if spec.get(key) is None else Component.build(key, spec[key])
+            for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder")
+        }
+        super().__init__(core, special_tokens=dict(spec["special_tokens"]), **parts)
+        self._training = training
+
     @classmethod
     def load(cls, path: PathLike) -> Preset:
         """Load a tokenizer saved with :meth:`save`."""

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
-from polytok._component import Component
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write
@@ -33,7 +32,7 @@ class UnigramTokenizer(Preset):
     bytes as ``<0xHH>`` pieces when the model has byte fallback. Decoding
     gives the text back as SentencePiece's does.
 
-    As a :class:`polytok.Tokenizer` (see :func:`sentencepiece_steps`): the
+    As a :class:`polytok.Tokenizer`: the
     normalizers :class:`~polytok.normalizers.RemoveExtraWhitespaces` and
     :class:`~polytok.normalizers.Prepend` (the dummy ``▁``), then the
     :class:`~polytok.pre_tokenizers.Metaspace` pre-tokenizer, which writes
@@ -45,11 +44,6 @@ class UnigramTokenizer(Preset):
     """
 
     _core_type = _core.Unigram
-
-    def __init__(self, core: _core.Unigram, training: dict | None = None) -> None:
-        normalizer, pre_tokenizer = sentencepiece_steps(**core.whitespace)
-        super().__init__(core, normalizer=normalizer, pre_tokenizer=pre_tokenizer)
-        self._training = training
 
     # ----------------------------------------------------------------- training
 
@@ -202,7 +196,14 @@ class UnigramTokenizer(Preset):
         piece log-probabilities), best first; the first is :meth:`encode`'s."""
         if k < 0:
             raise ValueError(f"k must be at least 0, not {k}")
-        return self._core.nbest(without_surrogates(text), k)
+        pieces = self._pipeline.pieces(without_surrogates(text))
+        if len(pieces) > 1:
+            raise ValueError(
+                f"nbest segments a text that is one piece; this tokenizer's pre-tokenizer cuts it into {len(pieces)}"
+            )
+        if not pieces:
+            return [([], 0.0)] if k else []
+        return self._core.nbest(pieces[0], k)
 
     def sample(self, text: str, *, alpha: float = 1.0, seed: int | None = None) -> list[int]:
         """One segmentation drawn with probability proportional to
@@ -216,7 +217,9 @@ class UnigramTokenizer(Preset):
             seed = random.getrandbits(64)
         if not 0 <= seed < 2**64:
             raise ValueError(f"seed must be in 0..2**64, not {seed}")
-        return self._core.sample(without_surrogates(text), alpha, seed)
+        # Pieces are independent: each is drawn on its own.
+        pieces = self._pipeline.pieces(without_surrogates(text))
+        return [id for i, piece in enumerate(pieces) for id in self._core.sample(piece, alpha, (seed + i) % 2**64)]
 
     def score(self, id: int) -> float:
         """The score (log-probability) of a piece."""
@@ -232,50 +235,3 @@ class UnigramTokenizer(Preset):
 
     def __repr__(self) -> str:
         return f"UnigramTokenizer(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"
-
-
-def sentencepiece_steps(
-    *,
-    remove_extra_whitespaces: bool = True,
-    add_dummy_prefix: bool = True,
-    escape_whitespaces: bool = True,
-    treat_whitespace_as_suffix: bool = False,
-) -> tuple[Component | None, Component | None]:
-    """SentencePiece's whitespace handling (after its identity
-    normalization) as a normalizer and a pre-tokenizer, each step as the
-    flags say: leading, trailing and repeated spaces dropped
-    (:class:`~polytok.normalizers.RemoveExtraWhitespaces`); the dummy
-    ``▁`` put in front (:class:`~polytok.normalizers.Prepend`: always, even
-    before a ``▁``, as SentencePiece does) or at the end; spaces written as
-    ``▁`` and the text kept whole
-    (:class:`~polytok.pre_tokenizers.Metaspace` with ``prepend_scheme=
-    "never"``, ``split=False``). Offsets of the tokens then point into the
-    text as given."""
-
-    # The dummy prefix is a space, which Metaspace then writes as "▁".
-    steps: list[dict] = []
-    suffix = add_dummy_prefix and treat_whitespace_as_suffix
-    if remove_extra_whitespaces and suffix:
-        # SentencePiece trims the end, then puts the suffix after any text
-        # that was more than spaces ("▁" alone keeps one): one step does both.
-        trailing = "[ \u2581]" if escape_whitespaces else " "
-        steps += [_replace("^ +", ""), _replace(" {2,}", " "), _replace(f"(?s){trailing}*\\z", " ")]
-    elif remove_extra_whitespaces:
-        steps.append({"type": "RemoveExtraWhitespaces", "trailing_metaspace": escape_whitespaces})
-    if add_dummy_prefix and not treat_whitespace_as_suffix:
-        steps.append({"type": "Prepend", "prepend": " "})
-    if suffix and not remove_extra_whitespaces:
-        steps.append(_replace("(?s)(?<=.)\\z", " "))
-    normalizer = None
-    if steps:
-        normalizer = Component.build("normalizer", steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps})
-    pre_tokenizer = None
-    if escape_whitespaces:
-        pre_tokenizer = Component.build(
-            "pre_tokenizer", {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
-        )
-    return normalizer, pre_tokenizer
-
-
-def _replace(regex: str, content: str) -> dict:
-    return {"type": "Replace", "pattern": {"Regex": regex}, "content": content}

@@ -6,14 +6,11 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from polytok import _core, decoders
-from polytok._component import Component
+from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
-from polytok.pre_tokenizers import BertPreTokenizer
-from polytok.processors import BertProcessing
 from polytok.tokenizer import Preset
 
 #: BERT's special tokens, the default of every constructor here.
@@ -42,31 +39,6 @@ class WordPieceTokenizer(Preset):
     """
 
     _core_type = _core.WordPiece
-
-    def __init__(self, core: _core.WordPiece, training: dict | None = None) -> None:
-
-        settings = core.settings
-        normalizer = Component.build(
-            "normalizer",
-            {
-                "type": "BertNormalizer",
-                **{k: settings[k] for k in ("clean_text", "handle_chinese_chars", "strip_accents", "lowercase")},
-            },
-        )
-        special = {token: core.token_id(token) for token in settings["special_tokens"]}
-        special = {token: id for token, id in special.items() if id is not None}
-        template = None
-        if "[CLS]" in special and "[SEP]" in special:
-            template = BertProcessing(sep=("[SEP]", special["[SEP]"]), cls=("[CLS]", special["[CLS]"]))
-        super().__init__(
-            core,
-            normalizer=normalizer,
-            pre_tokenizer=BertPreTokenizer(),
-            post_processor=template,
-            decoder=decoders.WordPiece(prefix=settings["continuing_subword_prefix"]),
-            special_tokens=special,
-        )
-        self._training = training
 
     # ----------------------------------------------------------------- training
 

@@ -1,10 +1,16 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
 //! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines]` (`lines`:
-//! `encode_batch` over the lines instead of one call).
+//! a batch of the lines instead of one call), through the preset pipeline.
+use std::sync::Arc;
 use std::time::Instant;
 
-use polytok::bpe::{AllowedSpecial, BpeModel};
+use polytok::batch;
+use polytok::bpe::BpeModel;
+use polytok::model::Model;
+use polytok::presets::preset_spec;
 use polytok::pretokenize::Pattern;
+use polytok::tokenizer::Tokenizer;
+use polytok::vocab::AllowedSpecial;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -18,15 +24,25 @@ fn main() {
     let text = &text[..end];
     let runs: usize = args.get(4).map_or(3, |r| r.parse().unwrap());
     let model = BpeModel::from_tiktoken(&ranks, "ranks", Pattern::Cl100k, vec![]).unwrap();
+    let model = Model::Bpe(Arc::new(model));
+    let tokenizer = Tokenizer::new(model.clone(), &preset_spec(&model)).unwrap();
+    let none = AllowedSpecial::None;
     let by_lines = args.get(5).is_some_and(|mode| mode == "lines");
     let lines: Vec<&str> = text.lines().collect();
     for _ in 0..runs {
         let start = Instant::now();
         let n_ids: usize = if by_lines {
-            let batch = model.encode_batch(&lines, &AllowedSpecial::None).unwrap();
+            let batch = batch::encode_batch(&lines, |chunk, runs| {
+                tokenizer.encode_texts(chunk, false, &none, runs)
+            })
+            .unwrap();
             batch.iter().map(Vec::len).sum()
         } else {
-            model.encode_ordinary(text).unwrap().len()
+            let mut ids = Vec::new();
+            tokenizer
+                .encode_ids_into(text, false, &none, &mut ids)
+                .unwrap();
+            ids.len()
         };
         let seconds = start.elapsed().as_secs_f64();
         println!(

@@ -28,6 +28,7 @@ pub mod error;
 pub mod model;
 pub mod model_file;
 mod pair_index;
+pub mod presets;
 pub mod pretokenize;
 pub mod processors;
 pub mod progress;

@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 
 use crate::batch::{self, IdRuns};
 use crate::bert_text::BertNormalizer;
-use crate::bpe::{self, AllowedSpecial, BpeModel, TrainerSettings};
+use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
 use crate::counting::{Counter, PieceCounts};
 use crate::decoders::{DecodeStream, Decoder};
@@ -24,6 +24,7 @@ use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
 use crate::text_stats;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
+use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 mod pipeline;
@@ -519,9 +520,13 @@ fn encode_batch_lists<'py>(
     PyList::new(py, lists)
 }
 
-/// `encode_batch` of any model as two buffers of native-endian `u32`s,
-/// for NumPy (`np.frombuffer`): every id, one text after another, and the
-/// number of ids of each text. No Python int per id: the token-efficiency
+/// The ids of a chunk of texts, one after another, and the number of ids of
+/// each text.
+type FlatChunk = (Vec<u32>, Vec<u32>);
+
+/// A batch as two buffers of native-endian `u32`s, for NumPy
+/// (`np.frombuffer`): every id, one text after another, and the number of
+/// ids of each text. No Python int per id: the token-efficiency
 /// report counts millions of tokens and keeps none of them as objects.
 fn encode_batch_flat<'py>(
     py: Python<'py>,
@@ -538,11 +543,11 @@ fn encode_batch_flat<'py>(
     })?
     .map_err(to_py)?;
     // Straight into the bytes objects, chunk after chunk.
-    let bytes = |part: fn(&(Vec<u32>, Vec<u32>)) -> &Vec<u32>| {
+    let bytes = |part: fn(&FlatChunk) -> &Vec<u32>| {
         let len = chunks.iter().map(|c| part(c).len()).sum::<usize>() * 4;
         PyBytes::new_with(py, len, |buffer| {
             let mut words = buffer.chunks_exact_mut(4);
-            for value in chunks.iter().flat_map(|c| part(c)) {
+            for value in chunks.iter().flat_map(part) {
                 words
                     .next()
                     .expect("sized for every value")
@@ -645,42 +650,6 @@ impl Bpe {
 
     fn to_tiktoken(&self) -> String {
         self.model.to_tiktoken()
-    }
-
-    #[pyo3(signature = (text, allowed_special = None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
-            self.model.encode_into(t, a, ids)
-        })
-    }
-
-    #[pyo3(signature = (texts, allowed_special = None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, texts, allowed_special, |t, a, runs| {
-            self.model.encode_texts(t, a, runs)
-        })
-    }
-
-    /// Ids of every text, special-token text as ordinary text, as buffers
-    /// (see `encode_batch_flat`).
-    fn encode_batch_flat<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        encode_batch_flat(py, texts, |t, runs| {
-            self.model.encode_texts(t, &AllowedSpecial::None, runs)
-        })
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
@@ -849,42 +818,6 @@ impl WordPiece {
         self.model.to_vocab_txt()
     }
 
-    #[pyo3(signature = (text, allowed_special = None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, allowed_special, |t, a, ids| {
-            self.model.encode_into(t, a, ids)
-        })
-    }
-
-    #[pyo3(signature = (texts, allowed_special = None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, texts, allowed_special, |t, a, runs| {
-            self.model.encode_texts(t, a, runs)
-        })
-    }
-
-    /// Ids of every text, special-token text as ordinary text, as buffers
-    /// (see `encode_batch_flat`).
-    fn encode_batch_flat<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        encode_batch_flat(py, texts, |t, runs| {
-            self.model.encode_texts(t, &AllowedSpecial::None, runs)
-        })
-    }
-
     #[pyo3(signature = (ids, cleanup = true))]
     fn decode(&self, ids: Vec<u32>, cleanup: bool) -> PyResult<String> {
         self.model.decode(&ids, cleanup).map_err(to_py)
@@ -1035,45 +968,19 @@ impl Unigram {
         self.model.piece_id(piece)
     }
 
-    fn encode<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        encode_list(py, &self.ints, text, None, |t, _, ids| {
-            self.model.encode_into(t, ids);
-            Ok(())
-        })
-    }
-
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_batch_lists(py, &self.ints, texts, None, |t, _, runs| {
-            self.model.encode_texts(t, runs)
-        })
-    }
-
-    /// Ids of every text as buffers (see `encode_batch_flat`).
-    fn encode_batch_flat<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'_, PyList>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        encode_batch_flat(py, texts, |t, runs| self.model.encode_texts(t, runs))
-    }
-
     fn decode(&self, ids: Vec<u32>) -> PyResult<String> {
         self.model.decode(&ids).map_err(to_py)
     }
 
-    /// The `k` best segmentations with their scores, best first.
-    fn nbest(&self, py: Python<'_>, text: &str, k: usize) -> PyResult<Vec<(Vec<u32>, f64)>> {
-        guarded(py, true, || self.model.nbest(text, k))
+    /// The `k` best segmentations of a piece with their scores, best first.
+    fn nbest(&self, py: Python<'_>, piece: &str, k: usize) -> PyResult<Vec<(Vec<u32>, f64)>> {
+        guarded(py, true, || self.model.nbest(piece, k))?.map_err(to_py)
     }
 
-    /// One segmentation drawn with probability proportional to
+    /// One segmentation of a piece drawn with probability proportional to
     /// exp(alpha × score).
-    fn sample(&self, py: Python<'_>, text: &str, alpha: f64, seed: u64) -> PyResult<Vec<u32>> {
-        guarded(py, true, || self.model.sample(text, alpha, seed))
+    fn sample(&self, py: Python<'_>, piece: &str, alpha: f64, seed: u64) -> PyResult<Vec<u32>> {
+        guarded(py, true, || self.model.sample(piece, alpha, seed))?.map_err(to_py)
     }
 
     fn piece(&self, id: u32) -> PyResult<String> {

@@ -378,8 +378,33 @@ impl Tokenizer {
         self.single_ids_into(text, add_special_tokens, matcher.as_deref(), out)
     }
 
-    /// Appends the ids of each text to `runs` (see `encode_ids_into`), on
-    /// this thread: a chunk of a batch (`batch::encode_chunks`).
+    /// The ids of `text` without the template (for tests).
+    #[cfg(test)]
+    pub(crate) fn ids(&self, text: &str, allowed: &AllowedSpecial) -> Vec<u32> {
+        let mut ids = Vec::new();
+        self.encode_ids_into(text, false, allowed, &mut ids)
+            .unwrap();
+        ids
+    }
+
+    /// The normalized pieces of `text` (no special tokens looked for), as
+    /// the model gets them.
+    pub fn pieces_of(&self, text: &str) -> Result<Vec<String>> {
+        SCRATCH.with(|scratch| {
+            let scratch = &mut *scratch.borrow_mut();
+            self.pieces(text, 0, false, scratch)?;
+            let normalized = scratch.text.as_str();
+            Ok(scratch
+                .pieces
+                .iter()
+                .map(|r| normalized[r.clone()].to_owned())
+                .collect())
+        })
+    }
+
+    /// Appends the ids of each text to `runs` (see `encode_ids_into`; here
+    /// truncation and padding are never applied), on this thread: a chunk
+    /// of a batch (`batch::encode_chunks`).
     pub fn encode_texts(
         &self,
         texts: &[&str],
@@ -400,7 +425,6 @@ impl Tokenizer {
         matcher: Option<&AhoCorasick>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        debug_assert!(self.ids_direct());
         let Some(template) = self.template.as_ref().filter(|_| add_special_tokens) else {
             return self.sequence_ids(text, matcher, out);
         };

@@ -20,15 +20,12 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use aho_corasick::AhoCorasick;
 use hashbrown::HashTable;
 
 use super::backtrack::PairMemo;
-use super::{AllowedSpecial, BpeModel};
-use crate::batch::{self, IdRuns};
-use crate::error::Result;
+use super::BpeModel;
 use crate::pair_index::pair_key;
-use crate::vocab::{hash_bytes, split_special, Segment};
+use crate::vocab::hash_bytes;
 
 /// Pieces up to this many bytes use the quadratic scan.
 pub(super) const SHORT_PIECE: usize = 16;
@@ -148,30 +145,6 @@ impl PieceCache {
 }
 
 impl BpeModel {
-    /// Encodes `text`, treating special-token text as ordinary text.
-    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-        self.encode(text, &AllowedSpecial::None)
-    }
-
-    /// Encodes `text`, recognizing the allowed special tokens.
-    pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_into(text, allowed, &mut out)?;
-        Ok(out)
-    }
-
-    /// Appends the ids of `text` to `out`, recognizing the allowed special
-    /// tokens.
-    pub fn encode_into(
-        &self,
-        text: &str,
-        allowed: &AllowedSpecial,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        let matcher = self.allowed_matcher(allowed)?;
-        self.with_state(|state| self.encode_with(text, matcher.as_deref(), state, out))
-    }
-
     /// Runs `f` with this thread's encoding state, reset if it belonged to
     /// another model.
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut EncodeState) -> R) -> R {
@@ -186,26 +159,6 @@ impl BpeModel {
             let result = f(&mut state);
             state.buffers.release_if_large();
             result
-        })
-    }
-
-    /// Encodes many texts on all cores.
-    pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
-        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, allowed, runs))
-    }
-
-    /// Appends the ids of each text to `runs`, on this thread.
-    pub fn encode_texts(
-        &self,
-        texts: &[&str],
-        allowed: &AllowedSpecial,
-        runs: &mut IdRuns,
-    ) -> Result<()> {
-        let matcher = self.allowed_matcher(allowed)?;
-        self.with_state(|state| {
-            texts.iter().try_for_each(|text| {
-                runs.push(|out| self.encode_with(text, matcher.as_deref(), state, out))
-            })
         })
     }
 
@@ -230,34 +183,6 @@ impl BpeModel {
                     }
                 }
             }
-        })
-    }
-
-    fn encode_with(
-        &self,
-        text: &str,
-        special: Option<&AhoCorasick>,
-        state: &mut EncodeState,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        split_special(text, special, |segment| match segment {
-            Segment::Text(text) => self.encode_ordinary_into(text, out, state),
-            Segment::Special(token) => {
-                let id = self.special.id(token);
-                out.push(id.expect("the matcher holds special tokens only"));
-                Ok(())
-            }
-        })
-    }
-
-    fn encode_ordinary_into(
-        &self,
-        text: &str,
-        out: &mut Vec<u32>,
-        state: &mut EncodeState,
-    ) -> Result<()> {
-        self.pretokenizer.for_each_piece(text, |piece| {
-            self.encode_piece(piece.as_bytes(), out, state)
         })
     }
 

@@ -17,7 +17,6 @@ mod trainer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use aho_corasick::AhoCorasick;
 use rustc_hash::FxHashMap;
 
 pub(crate) use encoder::EncodeState;
@@ -26,8 +25,7 @@ pub use trainer::{train, TrainerSettings};
 use crate::error::{Error, Result};
 use crate::pair_index::pair_key;
 use crate::pretokenize::{Pattern, PreTokenizer};
-pub use crate::vocab::AllowedSpecial;
-use crate::vocab::{special_matcher, SpecialTokens, Vocab};
+use crate::vocab::{SpecialTokens, Vocab};
 
 pub struct BpeModel {
     vocab: Vocab,
@@ -40,10 +38,12 @@ pub struct BpeModel {
     byte_ids: [u32; 256],
     /// Where long pieces can be cut into independent parts.
     cuts: cuts::CutFilter,
-    pretokenizer: PreTokenizer,
+    /// The pre-tokenizer pattern the model was trained with (the preset's
+    /// pre-tokenizer; the model itself encodes pieces, not text).
+    pattern: Pattern,
+    /// Special tokens: ids beyond the ordinary tokens, with their text (as
+    /// tiktoken's models have them). The pipeline finds them in text.
     special: SpecialTokens,
-    /// Finds every special token in text (for `AllowedSpecial::All`).
-    special_matcher: Option<AhoCorasick>,
     /// The pair that made each merged token, when the model was trained here.
     merges: Option<Vec<(u32, u32)>>,
     /// Which tokens merging can make, and whether merges follow ranks.
@@ -87,8 +87,7 @@ impl BpeModel {
             })?;
         }
         let special = SpecialTokens::new(special, vocab.len())?;
-        let texts: Vec<&str> = special.iter().map(|(text, _)| text).collect();
-        let special_matcher = special_matcher(&texts)?;
+        PreTokenizer::new(pattern.clone())?; // a bad pattern is refused here, named
         if let Some(merges) = &merges {
             check_merges(&vocab, merges)?;
         }
@@ -106,9 +105,8 @@ impl BpeModel {
             byte_pairs,
             byte_ids,
             cuts,
-            pretokenizer: PreTokenizer::new(pattern)?,
+            pattern,
             special,
-            special_matcher,
             merges,
             reach: reach::Reach::unknown(),
             backtracker: OnceLock::new(),
@@ -143,7 +141,7 @@ impl BpeModel {
     }
 
     pub fn pattern(&self) -> &Pattern {
-        self.pretokenizer.pattern()
+        &self.pattern
     }
 
     pub fn merges(&self) -> Option<&[(u32, u32)]> {
@@ -184,18 +182,6 @@ impl BpeModel {
             out.extend_from_slice(self.token_bytes(id)?);
         }
         Ok(out)
-    }
-
-    /// The matcher for the allowed special tokens, `None` if none are.
-    fn allowed_matcher(
-        &self,
-        allowed: &AllowedSpecial,
-    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
-        crate::vocab::allowed_matcher(
-            self.special_matcher.as_ref(),
-            |text| self.special.id(text).is_some(),
-            allowed,
-        )
     }
 }
 

@@ -1,10 +1,15 @@
 use super::*;
+use std::sync::Arc;
+
 use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::counting::Counter;
+use crate::model::Model;
+use crate::presets::preset;
 use crate::pretokenize::Pattern;
 use crate::progress::Progress;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
+use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 fn toks(tokens: &[&str]) -> Vec<Vec<u8>> {
@@ -345,7 +350,8 @@ fn stream_bpe() {
             .collect::<Result<_>>()?;
         decoder(r#"{"type":"ByteLevel"}"#).decode(tokens)
     };
-    for ids in sequences(|l| m.encode_ordinary(l).unwrap()) {
+    let preset = preset(Model::Bpe(Arc::new(bpe_model())));
+    for ids in sequences(|l| preset.ids(l, &AllowedSpecial::None)) {
         assert_eq!(decode(&ids).unwrap(), by_decoder(&ids).unwrap());
         check_stream(&ids, 0, decode);
         check_stream(&ids, 0, by_decoder);
@@ -371,7 +377,7 @@ fn stream_bpe() {
         Some("b")
     );
     // A character comes out whole, as soon as its last byte is there.
-    let ids = m.encode_ordinary("中").unwrap();
+    let ids = preset.ids("中", &AllowedSpecial::None);
     assert_eq!(ids.len(), 3, "cut into bytes");
     let mut stream = DecodeStream::new();
     let steps: Vec<_> = ids
@@ -444,7 +450,8 @@ fn stream_wordpiece() {
             .collect::<Result<_>>()?;
         d.decode(tokens)
     };
-    let enc = |l: &str| m.encode(l, &crate::vocab::AllowedSpecial::None).unwrap();
+    let preset = preset(Model::WordPiece(Arc::new(wordpiece_model())));
+    let enc = |l: &str| preset.ids(l, &AllowedSpecial::None);
     for ids in sequences(enc) {
         assert_eq!(decode(&ids).unwrap(), by_decoder(&ids).unwrap());
         check_stream(&ids, d.stream_lookahead(), decode);
@@ -473,7 +480,8 @@ fn stream_unigram() {
     let metaspace = decoder(r#"{"type":"Metaspace"}"#);
     let llama = llama();
     let mut bytes_seen = 0;
-    for ids in sequences(|l| m.encode(l)) {
+    let preset = preset(Model::Unigram(Arc::new(unigram_model())));
+    for ids in sequences(|l| preset.ids(l, &AllowedSpecial::None)) {
         bytes_seen += ids
             .iter()
             .filter(|&&i| m.pieces()[i as usize].text.starts_with("<0x"))
@@ -484,7 +492,7 @@ fn stream_unigram() {
     }
     assert!(bytes_seen > 20, "the lines use byte pieces");
     // Control pieces in the middle (they decode to nothing).
-    let mut ids = m.encode(LINES[0]);
+    let mut ids = preset.ids(LINES[0], &AllowedSpecial::None);
     ids.splice(3..3, [1, 2, 1]);
     ids.extend([2, 2]);
     check_stream(&ids, 0, decode);

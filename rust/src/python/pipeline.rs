@@ -15,8 +15,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::{
-    allowed_special_tokens, encode_batch_lists, encode_list, guarded, in_pool, strings, to_py, Bpe,
-    GcPause, Ints, Unigram, WordPiece, DETACH_BYTES,
+    allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
+    strings, to_py, Bpe, GcPause, Ints, Unigram, WordPiece, DETACH_BYTES,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -374,6 +374,29 @@ impl Pipeline {
             self.tokenizer.decode(&ids, skip_special_tokens)
         })?
         .map_err(to_py)
+    }
+
+    /// The ids of many texts as two `u32` buffers for NumPy (see
+    /// `encode_batch_flat` in `python.rs`): the tokens of each whole text,
+    /// with the template when `add_special_tokens`, never truncated nor
+    /// padded.
+    #[pyo3(signature = (texts, add_special_tokens = true))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'_, PyList>,
+        add_special_tokens: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        encode_batch_flat(py, texts, |chunk, runs| {
+            self.tokenizer
+                .encode_texts(chunk, add_special_tokens, &AllowedSpecial::None, runs)
+        })
+    }
+
+    /// The pieces the model gets for `text`: normalized and pre-tokenized,
+    /// as text (no special tokens are looked for).
+    fn pieces(&self, text: &str) -> PyResult<Vec<String>> {
+        self.tokenizer.pieces_of(text).map_err(to_py)
     }
 
     /// `ids` without the special tokens of the pipeline and its template.
@@ -751,7 +774,15 @@ fn pre_tokenize(spec: &str, text: &str) -> PyResult<Vec<(String, (u32, u32))>> {
         .collect())
 }
 
+/// The pipeline of a model's preset (see `presets.rs`), as JSON.
+#[pyfunction]
+fn preset_pipeline(model: &Bound<'_, PyAny>) -> PyResult<String> {
+    let (model, _) = model_of(model)?;
+    Ok(serde_json::to_string(&crate::presets::preset_spec(&model)).expect("specs serialize"))
+}
+
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(preset_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(readable, m)?)?;
     m.add_class::<Pipeline>()?;

@@ -20,7 +20,10 @@
 //! trie unit read per byte of each walk, with the score in it, and one
 //! best-path entry per byte, with no allocation per lattice node.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
+
+use crate::error::{Error, Result};
 
 use super::piece_trie::NO_PIECE;
 use super::{PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
@@ -64,15 +67,15 @@ struct BestPaths {
 }
 
 impl UnigramModel {
-    /// Appends the ids of a walk text (see `walk_text`).
-    pub(super) fn encode_prepared(&self, text: &str, out: &mut Vec<u32>) {
-        self.encode_walk(text.as_bytes(), out, None);
-    }
-
     /// Appends the ids of a walk text and, with `ends`, the end of each
     /// token in the text the walk text stands for (`▁` three bytes where
     /// the walk has `' '`), counted from `ends.1`.
-    fn encode_walk(&self, bytes: &[u8], out: &mut Vec<u32>, ends: Option<(&mut Vec<u32>, u32)>) {
+    pub(super) fn encode_walk(
+        &self,
+        bytes: &[u8],
+        out: &mut Vec<u32>,
+        ends: Option<(&mut Vec<u32>, u32)>,
+    ) {
         if bytes.is_empty() {
             return;
         }
@@ -200,6 +203,22 @@ impl UnigramModel {
             self.encode_walk(walk, out, None);
         });
         true
+    }
+
+    /// A piece (normalized text, `▁` for spaces) as the trie walks it: `▁`
+    /// as `' '` where the trie holds it so. A literal space, which no
+    /// `Metaspace` leaves and which such a trie cannot tell from `▁`, is an
+    /// error (the lattice of `nbest` and `sample` has no way around it).
+    pub(super) fn walk_of<'p>(&self, piece: &'p str) -> Result<Cow<'p, [u8]>> {
+        if !self.ascii_spaces {
+            return Ok(Cow::Borrowed(piece.as_bytes()));
+        }
+        if piece.contains(' ') {
+            return Err(Error::invalid(format!(
+                "the piece {piece:?} holds a space, which this model reads only as \u{2581}"
+            )));
+        }
+        Ok(Cow::Owned(piece.replace(SPACE_SYMBOL, " ").into_bytes()))
     }
 
     /// Fills `best` with the best path ending at each character end.

@@ -378,7 +378,7 @@ mod tests {
                 }
                 assert_eq!(other.whitespace(), whitespace);
                 assert_eq!(other.unk_surface(), unk_surface);
-                assert_eq!(other.encode(" ab  b"), model.encode(" ab  b"));
+                assert_eq!(other.encode_text(" ab  b"), model.encode_text(" ab  b"));
             };
             let training = serde_json::json!({"vocab_size": 6});
             let json = model.to_json(Some(&training), None);

@@ -10,6 +10,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::UnigramModel;
+use crate::error::Result;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -65,18 +66,18 @@ impl UnigramModel {
         out
     }
 
-    /// The `k` best segmentations of `text` with their scores (sums of
-    /// piece scores), best first; the first is `encode`'s.
-    pub fn nbest(&self, text: &str, k: usize) -> Vec<(Vec<u32>, f64)> {
-        let mut prepared = String::new();
-        self.walk_text(text, &mut prepared);
-        let bytes = prepared.as_bytes();
+    /// The `k` best segmentations of a piece (normalized text, `▁` for
+    /// spaces) with their scores (sums of piece scores), best first; the
+    /// first is `encode_piece`'s.
+    pub fn nbest(&self, piece: &str, k: usize) -> Result<Vec<(Vec<u32>, f64)>> {
+        let walk = self.walk_of(piece)?;
+        let bytes = &walk[..];
         let n = bytes.len();
         if k == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if n == 0 {
-            return vec![(Vec::new(), 0.0)];
+            return Ok(vec![(Vec::new(), 0.0)]);
         }
         let lattice = self.lattice(bytes);
         // Forward: the best score of a path from the start to each byte.
@@ -121,7 +122,7 @@ impl UnigramModel {
             parent: None,
         }]);
         let mut viterbi = Vec::new();
-        self.encode_prepared(&prepared, &mut viterbi);
+        self.encode_walk(bytes, &mut viterbi, None);
         let mut results = vec![(viterbi.clone(), forward[n])];
         // Bounded work: a text has at most this many expansions tried.
         let mut budget = 10_000 * k.max(1) + 100 * n;
@@ -165,19 +166,19 @@ impl UnigramModel {
             }
         }
         results.truncate(k);
-        results
+        Ok(results)
     }
 
-    /// One segmentation of `text` drawn with probability proportional to
-    /// exp(alpha × score) (subword regularization), by forward filtering and
-    /// backward sampling; `seed` makes the draw reproducible.
-    pub fn sample(&self, text: &str, alpha: f64, seed: u64) -> Vec<u32> {
-        let mut prepared = String::new();
-        self.walk_text(text, &mut prepared);
-        let bytes = prepared.as_bytes();
+    /// One segmentation of a piece (as for `nbest`) drawn with probability
+    /// proportional to exp(alpha × score) (subword regularization), by
+    /// forward filtering and backward sampling; `seed` makes the draw
+    /// reproducible.
+    pub fn sample(&self, piece: &str, alpha: f64, seed: u64) -> Result<Vec<u32>> {
+        let walk = self.walk_of(piece)?;
+        let bytes = &walk[..];
         let n = bytes.len();
         if n == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let lattice = self.lattice(bytes);
         // Where alpha × score leaves f64's range, exp(alpha × score) puts all
@@ -190,7 +191,9 @@ impl UnigramModel {
             .map(|node| node.score.abs())
             .fold(0.0, f64::max);
         if !(alpha * largest * n as f64).is_finite() {
-            return self.encode(text);
+            let mut ids = Vec::new();
+            self.encode_piece(piece, &mut ids, None);
+            return Ok(ids);
         }
         // Forward: log of the summed weight of all paths to each byte.
         let mut forward = vec![f64::NEG_INFINITY; n + 1];
@@ -224,7 +227,7 @@ impl UnigramModel {
         }
         nodes.reverse();
         ends.reverse();
-        self.ids_of(bytes, &nodes, &ends)
+        Ok(self.ids_of(bytes, &nodes, &ends))
     }
 }
 

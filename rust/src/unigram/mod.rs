@@ -40,7 +40,6 @@ mod trainer;
 pub use seeds::PieceRules;
 pub use trainer::{train, UnigramTrainerSettings};
 
-use crate::batch::{self, IdRuns};
 use crate::error::{Error, Result};
 use crate::text::find_double_space;
 
@@ -271,24 +270,15 @@ impl UnigramModel {
         self.whitespace
     }
 
-    /// `text` as the encoder walks it: prepared (see [`prepare_text`]), with
-    /// spaces and `▁` as the byte `' '` when the trie holds `▁` as `' '`.
-    /// A space is then one byte instead of three: fewer trie steps, and in
-    /// the common case the text is copied whole.
-    pub(super) fn walk_text(&self, text: &str, out: &mut String) {
-        if !self.ascii_spaces {
-            prepare_text(text, self.whitespace, out);
-        } else if SPACE_SYMBOL_FINDER.find(text.as_bytes()).is_some() {
-            // As SentencePiece: `▁` of the input is a space after escaping.
-            prepare_text(text, self.whitespace, out);
-            *out = out.replace(SPACE_SYMBOL, " ");
-        } else {
-            let unescaped = Whitespace {
-                escape: false,
-                ..self.whitespace
-            };
-            prepare_text(text, unescaped, out);
-        }
+    /// The ids of `text` through SentencePiece's whitespace rules as the
+    /// model's flags say (what the preset's pipeline gives; for tests).
+    #[cfg(test)]
+    pub(crate) fn encode_text(&self, text: &str) -> Vec<u32> {
+        let mut prepared = String::new();
+        prepare_text(text, self.whitespace, &mut prepared);
+        let mut ids = Vec::new();
+        self.encode_piece(&prepared, &mut ids, None);
+        ids
     }
 
     /// Appends the byte pieces of an unknown span of a walk text (a space
@@ -303,44 +293,6 @@ impl UnigramModel {
                 out.push(byte_ids[byte as usize]);
             }
         }
-    }
-
-    /// The ids of `text`'s best segmentation.
-    pub fn encode(&self, text: &str) -> Vec<u32> {
-        let mut out = Vec::with_capacity(text.len() / 4 + 1);
-        self.encode_into(text, &mut out);
-        out
-    }
-
-    /// Appends the ids of `text`'s best segmentation to `out`.
-    pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) {
-        thread_local! {
-            /// The prepared text, reused between calls: a fresh megabyte
-            /// buffer per document costs page faults.
-            static PREPARED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-        }
-        PREPARED.with(|prepared| {
-            let prepared = &mut *prepared.borrow_mut();
-            self.walk_text(text, prepared);
-            self.encode_prepared(prepared, out);
-        })
-    }
-
-    /// Encodes many texts on all cores.
-    pub fn encode_batch(&self, texts: &[&str]) -> Vec<Vec<u32>> {
-        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, runs))
-            .expect("Unigram encoding does not fail")
-    }
-
-    /// Appends the ids of each text to `runs`, on this thread. (It never
-    /// fails; the `Result` is the batch interface every model shares.)
-    pub fn encode_texts(&self, texts: &[&str], runs: &mut IdRuns) -> Result<()> {
-        texts.iter().try_for_each(|text| {
-            runs.push(|out| {
-                self.encode_into(text, out);
-                Ok(())
-            })
-        })
     }
 
     /// The text of `ids`, as SentencePiece decodes it (see the module doc).
@@ -512,7 +464,6 @@ mod tests {
 
     #[test]
     fn whitespace_as_sentencepiece() {
-        let m = model(&[("a", -1.0)], false);
         let cases = [
             ("  a   b  ", "▁a▁b"),
             ("a▁", "▁a"),
@@ -524,10 +475,6 @@ mod tests {
             let mut prepared = String::new();
             prepare_text(text, Whitespace::default(), &mut prepared);
             assert_eq!(prepared, expected, "{text:?}");
-            // The encoder walks the same text with spaces as ' '.
-            let mut walked = String::new();
-            m.walk_text(text, &mut walked);
-            assert_eq!(walked, expected.replace(SPACE_SYMBOL, " "), "{text:?}");
         }
         assert_eq!(find_double_space(b"ab  c"), Some(2));
         assert_eq!(find_double_space(&[b' '; 2]), Some(0));
@@ -558,7 +505,6 @@ mod tests {
     /// against the rules written plainly (split on spaces, rejoin).
     #[test]
     fn whitespace_rules_exhaustively() {
-        let m = model(&[("a", -1.0)], false);
         let alphabet = ['a', ' ', '▁', '\t'];
         let mut texts = vec![String::new()];
         for _ in 0..6 {
@@ -601,12 +547,6 @@ mod tests {
                 prepare_text(text, ws, &mut out);
                 assert_eq!(out, expected, "{text:?} {ws:?}");
             }
-            // The walk text is the prepared text with `▁` as a space.
-            let mut prepared = String::new();
-            prepare_text(text, Whitespace::default(), &mut prepared);
-            let mut walked = String::new();
-            m.walk_text(text, &mut walked);
-            assert_eq!(walked, prepared.replace(SPACE_SYMBOL, " "), "{text:?}");
         }
     }
 
@@ -623,12 +563,12 @@ mod tests {
             false,
         );
         // ▁ab (-5) loses to ▁ + ab (-4).
-        assert_eq!(m.encode("ab"), [1, 4]);
+        assert_eq!(m.encode_text("ab"), [1, 4]);
         // Two unknown characters make one <unk>.
-        assert_eq!(m.encode("xyab"), [1, 0, 4]);
+        assert_eq!(m.encode_text("xyab"), [1, 0, 4]);
         assert_eq!(m.decode(&[1, 0, 4]).unwrap(), " \u{2047} ab");
         let b = model(&[("▁", -1.0), ("a", -2.0)], true);
-        let ids = b.encode("aé");
+        let ids = b.encode_text("aé");
         assert_eq!(ids.len(), 4);
         assert_eq!(b.decode(&ids).unwrap(), "aé");
     }
@@ -734,7 +674,7 @@ mod tests {
         let no_unk = bytes[..256].iter().chain(&bytes[257..]).cloned().collect();
         let m = UnigramModel::new(no_unk, true, Whitespace::default()).unwrap();
         assert_eq!(m.unk_id(), None);
-        let ids = m.encode("é");
+        let ids = m.encode_text("é");
         assert_eq!(ids.len(), 5); // `▁` and `é`, as bytes
         assert!(ids
             .iter()

@@ -1,7 +1,7 @@
 //! WordPiece, BERT's model: a vocabulary of word-initial tokens and
-//! continuation tokens (`##ing`), text normalized and cut into words the way
-//! BERT does (`bert_text`), each word encoded greedily, longest token first
-//! (`encoder.rs`, in linear time).
+//! continuation tokens (`##ing`); each word (normalized and cut from text
+//! by the pipeline, as BERT does: `text::normalizers`, `text::pre_tokenizers`)
+//! encoded greedily, longest token first (`encoder.rs`, in linear time).
 
 mod encoder;
 pub mod files;
@@ -9,16 +9,9 @@ mod trainer;
 
 pub use trainer::{train, WordPieceTrainerSettings};
 
-use std::cell::RefCell;
-
-use aho_corasick::AhoCorasick;
-
-use crate::batch::{self, IdRuns};
-use crate::bert_text::{for_each_word, BertNormalizer};
+use crate::bert_text::BertNormalizer;
 use crate::error::{Error, Result};
-use crate::vocab::{
-    allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment, Vocab,
-};
+use crate::vocab::Vocab;
 
 /// The settings of a WordPiece model besides its vocabulary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +21,8 @@ pub struct WordPieceSettings {
     pub continuing_subword_prefix: String,
     /// Longer words (in characters, after normalization) are `[UNK]`.
     pub max_input_chars_per_word: usize,
+    /// The normalization the model was trained with (the preset's
+    /// normalizer; the model itself encodes words, not text).
     pub normalizer: BertNormalizer,
     /// Tokens of the vocabulary that are special: recognized in text only
     /// when allowed. (Words can still match them, as in BERT, but BERT's
@@ -56,13 +51,7 @@ pub struct WordPieceModel {
     unk: u32,
     /// The special tokens present in the vocabulary, with their ids.
     special: Vec<(String, u32)>,
-    special_matcher: Option<AhoCorasick>,
     matcher: encoder::Matcher,
-}
-
-thread_local! {
-    /// Normalized text, reused between calls.
-    static NORMALIZED: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 impl WordPieceModel {
@@ -82,8 +71,6 @@ impl WordPieceModel {
             .iter()
             .filter_map(|text| Some((text.clone(), vocab.id(text.as_bytes())?)))
             .collect();
-        let texts: Vec<&str> = special.iter().map(|(text, _)| text.as_str()).collect();
-        let special_matcher = special_matcher(&texts)?;
         let matcher = encoder::Matcher::new(
             vocab.iter().zip(0..),
             settings.continuing_subword_prefix.as_bytes(),
@@ -93,7 +80,6 @@ impl WordPieceModel {
             settings,
             unk,
             special,
-            special_matcher,
             matcher,
         })
     }
@@ -127,88 +113,6 @@ impl WordPieceModel {
             });
         }
         Ok(std::str::from_utf8(self.vocab.bytes(id)).expect("tokens are strings"))
-    }
-
-    pub fn encode(&self, text: &str, allowed: &AllowedSpecial) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 4 + 1);
-        self.encode_into(text, allowed, &mut out)?;
-        Ok(out)
-    }
-
-    /// Appends the ids of `text` to `out`.
-    pub fn encode_into(
-        &self,
-        text: &str,
-        allowed: &AllowedSpecial,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        let matcher = self.allowed_matcher(allowed)?;
-        NORMALIZED.with(|buffer| {
-            self.encode_with(text, matcher.as_deref(), &mut buffer.borrow_mut(), out)
-        });
-        Ok(())
-    }
-
-    /// Encodes many texts on all cores.
-    pub fn encode_batch(&self, texts: &[&str], allowed: &AllowedSpecial) -> Result<Vec<Vec<u32>>> {
-        batch::encode_batch(texts, |chunk, runs| self.encode_texts(chunk, allowed, runs))
-    }
-
-    /// Appends the ids of each text to `runs`, on this thread.
-    pub fn encode_texts(
-        &self,
-        texts: &[&str],
-        allowed: &AllowedSpecial,
-        runs: &mut IdRuns,
-    ) -> Result<()> {
-        let matcher = self.allowed_matcher(allowed)?;
-        NORMALIZED.with(|buffer| {
-            let buffer = &mut *buffer.borrow_mut();
-            texts.iter().try_for_each(|text| {
-                runs.push(|out| {
-                    self.encode_with(text, matcher.as_deref(), buffer, out);
-                    Ok(())
-                })
-            })
-        })
-    }
-
-    fn allowed_matcher(
-        &self,
-        allowed: &AllowedSpecial,
-    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
-        allowed_matcher(
-            self.special_matcher.as_ref(),
-            |text| self.special_id(text).is_some(),
-            allowed,
-        )
-    }
-
-    fn encode_with(
-        &self,
-        text: &str,
-        special: Option<&AhoCorasick>,
-        normalized: &mut String,
-        out: &mut Vec<u32>,
-    ) {
-        let done: std::result::Result<(), std::convert::Infallible> =
-            split_special(text, special, |segment| {
-                match segment {
-                    Segment::Text(text) => {
-                        normalized.clear();
-                        self.settings.normalizer.normalize_into(text, normalized);
-                        for_each_word(normalized, |word| {
-                            self.encode_word(word, out);
-                        });
-                    }
-                    Segment::Special(token) => out.push(
-                        self.special_id(token)
-                            .expect("the matcher holds special tokens only"),
-                    ),
-                }
-                Ok(())
-            });
-        let Ok(()) = done;
     }
 
     /// Appends the tokens of `word`, or the unknown token; returns whether
@@ -305,6 +209,10 @@ pub(crate) fn cleanup_spaces(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Model;
+    use crate::presets::preset;
+    use crate::vocab::AllowedSpecial;
+    use std::sync::Arc;
 
     fn model(tokens: &[&str]) -> WordPieceModel {
         WordPieceModel::new(
@@ -319,25 +227,26 @@ mod tests {
         let m = model(&[
             "[UNK]", "[CLS]", "un", "##aff", "##able", "hello", ",", "!", "中",
         ]);
-        let ids = m
-            .encode("Unaffable, HELLO! 中 xyz", &AllowedSpecial::None)
-            .unwrap();
+        let m = Arc::new(m);
+        let preset = preset(Model::WordPiece(m.clone()));
+        let ids = preset.ids("Unaffable, HELLO! 中 xyz", &AllowedSpecial::None);
         assert_eq!(ids, [2, 3, 4, 6, 5, 7, 8, 0]);
         assert_eq!(m.decode(&ids, true).unwrap(), "unaffable, hello! 中 [UNK]");
         // Special tokens: ordinary text unless allowed.
-        assert_eq!(m.encode("[CLS]", &AllowedSpecial::None).unwrap(), [0, 0, 0]);
-        assert_eq!(m.encode("[CLS]", &AllowedSpecial::All).unwrap(), [1]);
+        assert_eq!(preset.ids("[CLS]", &AllowedSpecial::None), [0, 0, 0]);
+        assert_eq!(preset.ids("[CLS]", &AllowedSpecial::All), [1]);
     }
 
     #[test]
     fn long_words_are_unknown() {
         let m = model(&["[UNK]", "a", "##a"]);
         let word = "a".repeat(101);
-        assert_eq!(m.encode(&word, &AllowedSpecial::None).unwrap(), [0]);
-        assert_eq!(
-            m.encode(&word[1..], &AllowedSpecial::None).unwrap().len(),
-            100
-        );
+        let mut ids = Vec::new();
+        m.encode_word(&word, &mut ids);
+        assert_eq!(ids, [0]);
+        ids.clear();
+        m.encode_word(&word[1..], &mut ids);
+        assert_eq!(ids.len(), 100);
     }
 
     #[test]
