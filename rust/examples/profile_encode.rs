@@ -8,7 +8,7 @@ use polytok::batch;
 use polytok::bpe::BpeModel;
 use polytok::model::Model;
 use polytok::presets::preset_spec;
-use polytok::pretokenize::Pattern;
+use polytok::text::pattern::Pattern;
 use polytok::tokenizer::Tokenizer;
 use polytok::vocab::AllowedSpecial;
 

@@ -8,12 +8,12 @@ use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::bert_text::{for_each_word, BertNormalizer};
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::{Error, Result};
-use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
-use crate::unigram::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
+use crate::text::bert::{for_each_word, BertNormalizer};
+use crate::text::pattern::{Pattern, PreTokenizer};
+use crate::text::sentencepiece::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
 use crate::vocab::special_matcher;
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).

@@ -1,23 +1,31 @@
 //! polytok: tokenizers with a Rust core.
 //!
-//! The pipeline of a byte-level BPE tokenizer, module by module:
-//! - [`pretokenize`]: cut text into pieces (tiktoken's patterns, exactly);
-//! - [`corpus`] and [`counting`]: read training text and count its pieces in
-//!   parallel;
-//! - [`bpe`]: the byte-level BPE model, its trainer and its encoder;
-//! - [`unigram`]: the Unigram language model (SentencePiece's), its Viterbi
-//!   encoder and `.model` files;
-//! - [`wordpiece`]: BERT's model, its encoder (linear time) and files, with
-//!   [`bert_text`]: BERT's normalization and word splitting;
+//! The road from text to model input and back, module by module:
+//! - [`text`]: the text layer: [`text::normalizers`] (with the map back to
+//!   the caller's text), [`text::pre_tokenizers`] (cutting normalized text
+//!   into pieces), [`text::pattern`] (tiktoken's patterns, exactly),
+//!   [`text::bert`] (BERT's normalization and word splitting),
+//!   [`text::sentencepiece`] (SentencePiece's whitespace rules, for
+//!   training);
+//! - [`model`]: the three models behind one interface; each encodes pieces
+//!   and knows nothing of text: [`bpe`] (byte-level BPE), [`wordpiece`]
+//!   (BERT's, linear time), [`unigram`] (SentencePiece's), each with its
+//!   trainer, encoder and files side by side;
+//! - [`tokenizer`]: the pipeline (special tokens, normalizer,
+//!   pre-tokenizer, model, post-processor), [`processors`] (templates,
+//!   truncation, padding), [`encoding`] (the result), [`decoders`] (back to
+//!   text), [`presets`] (each model with the steps it was trained with);
+//! - [`corpus`] and [`counting`]: read training text and count its pieces
+//!   in parallel;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
 //!   names; [`trie`]: longest-prefix matching over tokens;
-//! - [`batch`]: batch encoding on all cores, for every model.
+//! - [`batch`]: batch encoding on all cores.
 //!
-//! The Python bindings live in one place, `python.rs`, behind the `python`
-//! feature; everything else is plain Rust and tested with `cargo test`.
+//! The Python bindings live in `python.rs` and `python/`, behind the
+//! `python` feature; everything else is plain Rust and tested with
+//! `cargo test`.
 
 pub mod batch;
-pub mod bert_text;
 pub mod bpe;
 pub mod byte_alphabet;
 pub mod corpus;
@@ -29,7 +37,6 @@ pub mod model;
 pub mod model_file;
 mod pair_index;
 pub mod presets;
-pub mod pretokenize;
 pub mod processors;
 pub mod progress;
 pub mod text;

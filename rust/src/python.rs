@@ -14,14 +14,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 
 use crate::batch::{self, IdRuns};
-use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
 use crate::counting::{Counter, PieceCounts};
 use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
-use crate::pretokenize::{Pattern, PreTokenizer};
 use crate::progress::{Progress, Stage};
+use crate::text::bert::BertNormalizer;
+use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::text_stats;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::vocab::AllowedSpecial;

@@ -22,7 +22,7 @@ use super::BpeModel;
 use crate::byte_alphabet;
 use crate::error::Result;
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
-use crate::pretokenize::Pattern;
+use crate::text::pattern::Pattern;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -24,7 +24,7 @@ pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};
 use crate::pair_index::pair_key;
-use crate::pretokenize::{Pattern, PreTokenizer};
+use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::vocab::{SpecialTokens, Vocab};
 
 pub struct BpeModel {

@@ -24,8 +24,8 @@ use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
 use crate::pair_index::{pair_ids, PairIndex};
-use crate::pretokenize::Pattern;
 use crate::progress::{Progress, Stage};
+use crate::text::pattern::Pattern;
 
 #[derive(Clone, Debug)]
 pub struct TrainerSettings {

@@ -1,13 +1,13 @@
 use super::*;
 use std::sync::Arc;
 
-use crate::bert_text::BertNormalizer;
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::counting::Counter;
 use crate::model::Model;
 use crate::presets::preset;
-use crate::pretokenize::Pattern;
 use crate::progress::Progress;
+use crate::text::bert::BertNormalizer;
+use crate::text::pattern::Pattern;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};

@@ -6,14 +6,22 @@
 //! - [`normalizers`]: Unicode forms, case, accents, white space, BERT's
 //!   cleaning, regular-expression replacement, each keeping that map;
 //! - [`pre_tokenizers`]: cutting normalized text into the pieces a model
-//!   encodes one by one (patterns, white space and punctuation, `▁`).
+//!   encodes one by one (patterns, white space and punctuation, `▁`);
+//! - [`pattern`]: tiktoken's patterns (hand-written scanners) and regexes;
+//! - [`bert`]: BERT's normalization and word splitting, fast, for the
+//!   normalizer, the pre-tokenizer and the training counter;
+//! - [`sentencepiece`]: SentencePiece's whitespace rules in one pass, for
+//!   the training counter (the pipeline has them as steps).
 //!
 //! The ids-only path builds a `Normalized` without the map (`track =
 //! false`): the transforms then only write text, and no per-byte table is
 //! filled. The `Encoding` path tracks it.
 
+pub mod bert;
 pub mod normalizers;
+pub mod pattern;
 pub mod pre_tokenizers;
+pub mod sentencepiece;
 
 use std::ops::Range;
 

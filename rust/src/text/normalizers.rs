@@ -18,7 +18,7 @@
 //! - `Prepend {prepend}`: puts `prepend` before a non-empty text;
 //! - `BertNormalizer {clean_text, handle_chinese_chars, strip_accents,
 //!   lowercase}`: BERT's normalization, exactly the text of
-//!   [`crate::bert_text::BertNormalizer`] (`strip_accents: null` follows
+//!   [`crate::text::bert::BertNormalizer`] (`strip_accents: null` follows
 //!   `lowercase`);
 //!
 //! and polytok's own:
@@ -67,8 +67,8 @@ use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
 };
 
+use super::bert::{self as bert_text, AsciiClass, ASCII_CLASS};
 use super::{find_double_space, Builder, CharIndex, Normalized, Span};
-use crate::bert_text::{self, AsciiClass, ASCII_CLASS};
 use crate::error::{Error, Result};
 
 /// One normalization step, or a sequence of them. Saved in tokenizer files

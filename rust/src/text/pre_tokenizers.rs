@@ -14,9 +14,9 @@ use regex_automata::meta;
 use serde::{Deserialize, Serialize};
 
 use super::Normalized;
-use crate::bert_text::space_or_punctuation;
 use crate::error::{Error, Result};
-use crate::pretokenize::{Pattern, PreTokenizer as PatternSplitter};
+use crate::text::bert::space_or_punctuation;
+use crate::text::pattern::{Pattern, PreTokenizer as PatternSplitter};
 
 /// Where `Metaspace` puts a `▁` in front of a piece that has none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,9 +19,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{WordPieceModel, WordPieceSettings};
-use crate::bert_text::BertNormalizer;
 use crate::error::Result;
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
+use crate::text::bert::BertNormalizer;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,8 +9,8 @@ mod trainer;
 
 pub use trainer::{train, WordPieceTrainerSettings};
 
-use crate::bert_text::BertNormalizer;
 use crate::error::{Error, Result};
+use crate::text::bert::BertNormalizer;
 use crate::vocab::Vocab;
 
 /// The settings of a WordPiece model besides its vocabulary.
