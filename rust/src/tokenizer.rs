@@ -486,8 +486,7 @@ impl Tokenizer {
         let normalized = match &self.normalizer {
             None => part,
             Some(n) => {
-                text.reset(part, 0, false);
-                n.normalize(text)?;
+                n.normalize_untracked(part, text)?;
                 text.as_str()
             }
         };

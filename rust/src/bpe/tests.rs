@@ -220,10 +220,7 @@ fn naive_merge(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
     let mut ranks: Vec<u32> = (0..piece.len().saturating_sub(1))
         .map(|i| rank(i, i + 2))
         .collect();
-    loop {
-        let Some((best, i)) = ranks.iter().enumerate().map(|(i, &r)| (r, i)).min() else {
-            break;
-        };
+    while let Some((best, i)) = ranks.iter().enumerate().map(|(i, &r)| (r, i)).min() {
         if best == u32::MAX {
             break;
         }

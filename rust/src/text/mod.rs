@@ -68,6 +68,18 @@ impl Normalized {
         }
     }
 
+    /// Starts afresh, untracked, with what `write` appends to an empty
+    /// string given `text`: a first normalization step that writes its
+    /// output straight from the caller's text, which is then not copied
+    /// first.
+    pub fn reset_untracked_with(&mut self, text: &str, write: impl FnOnce(&str, &mut String)) {
+        self.track = false;
+        self.text.clear();
+        self.spans.clear();
+        self.text.reserve(text.len());
+        write(text, &mut self.text);
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }

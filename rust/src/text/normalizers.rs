@@ -267,6 +267,47 @@ impl Normalizer {
         serde_json::to_string(self).expect("normalizers serialize")
     }
 
+    /// Starts `text` afresh, untracked, with `input` normalized: `reset`
+    /// then `normalize`, except that a first step that can write its text
+    /// straight from `input` (BERT's normalizer, the usual first step) does,
+    /// and `input` is not copied first.
+    pub fn normalize_untracked(&self, input: &str, text: &mut Normalized) -> Result<()> {
+        match self {
+            Normalizer::BertNormalizer { .. } => {
+                let bert = self.bert().expect("a BertNormalizer");
+                text.reset_untracked_with(input, |src, out| bert.normalize_into(src, out));
+                Ok(())
+            }
+            Normalizer::Sequence { normalizers } if !normalizers.is_empty() => {
+                normalizers[0].normalize_untracked(input, text)?;
+                normalizers[1..].iter().try_for_each(|n| n.normalize(text))
+            }
+            _ => {
+                text.reset(input, 0, false);
+                self.normalize(text)
+            }
+        }
+    }
+
+    /// The settings of a `BertNormalizer` step.
+    fn bert(&self) -> Option<bert_text::BertNormalizer> {
+        let Normalizer::BertNormalizer {
+            clean_text,
+            handle_chinese_chars,
+            strip_accents,
+            lowercase,
+        } = self
+        else {
+            return None;
+        };
+        Some(bert_text::BertNormalizer {
+            clean_text: *clean_text,
+            handle_chinese_chars: *handle_chinese_chars,
+            strip_accents: strip_accents.unwrap_or(*lowercase),
+            lowercase: *lowercase,
+        })
+    }
+
     /// Applies this step to `text`.
     pub fn normalize(&self, text: &mut Normalized) -> Result<()> {
         match self {
@@ -293,18 +334,8 @@ impl Normalizer {
                     });
                 }
             }
-            Normalizer::BertNormalizer {
-                clean_text,
-                handle_chinese_chars,
-                strip_accents,
-                lowercase,
-            } => {
-                let bert = bert_text::BertNormalizer {
-                    clean_text: *clean_text,
-                    handle_chinese_chars: *handle_chinese_chars,
-                    strip_accents: strip_accents.unwrap_or(*lowercase),
-                    lowercase: *lowercase,
-                };
+            Normalizer::BertNormalizer { .. } => {
+                let bert = self.bert().expect("a BertNormalizer");
                 if text.is_tracking() {
                     text.rebuild(|src, out| bert_tracked(bert, src, out));
                 } else {
@@ -904,6 +935,26 @@ mod tests {
         let collapse =
             r#"{"type":"Whitespace","strip":false,"collapse":true,"unicode_spaces":false}"#;
         assert_eq!(run(collapse, "  a\n\nb  ").0, " a b ");
+    }
+
+    #[test]
+    fn normalize_untracked_equals_reset_then_normalize() {
+        let specs = [
+            r#"{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true}"#,
+            r#"{"type":"Sequence","normalizers":[{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":false,"lowercase":false},{"type":"Prepend","prepend":"x"}]}"#,
+            r#"{"type":"Sequence","normalizers":[{"type":"NFKC"},{"type":"Lowercase"}]}"#,
+            r#"{"type":"Sequence","normalizers":[]}"#,
+        ];
+        for json in specs {
+            for text in ["", "Héllo,\tWORLD 中文 ﬁ\u{0}", "  a  "] {
+                let mut expected = Normalized::new(text, false);
+                spec(json).normalize(&mut expected).unwrap();
+                // A used buffer, as the pipeline's is.
+                let mut direct = Normalized::new("stale text", false);
+                spec(json).normalize_untracked(text, &mut direct).unwrap();
+                assert_eq!(direct.as_str(), expected.as_str(), "{json} on {text:?}");
+            }
+        }
     }
 
     #[test]
