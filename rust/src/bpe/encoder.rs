@@ -1,4 +1,4 @@
-//! Encoding: pre-tokenize, then merge each piece's bytes.
+//! Encoding a piece (the pipeline pre-tokenizes): merge its bytes.
 //!
 //! Most pieces are whole tokens and cost one hash lookup. The others are
 //! remembered once merged, by each thread, for one model at a time (see

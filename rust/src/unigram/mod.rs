@@ -2,13 +2,17 @@
 //! vocabulary of pieces with log-probabilities; a text is segmented into the
 //! pieces whose scores sum highest (Viterbi, `encoder.rs`).
 //!
-//! Text handling is SentencePiece's, after its (here identity) normalization,
-//! with each of its switches (`Whitespace`; all on but `as_suffix` by
-//! default): extra spaces removed (leading and trailing ones, and all but one
-//! of each run inside), a space put in front (the "dummy prefix"), or at the
-//! end with `as_suffix`, and spaces written as `▁` (U+2581), so that pieces
-//! carry word boundaries and decoding is lossless. A text that is empty, or
-//! only spaces when extra spaces are removed, stays empty: no dummy space.
+//! The model encodes pieces: normalized text with spaces written as `▁`
+//! (U+2581). The text handling around it is SentencePiece's, after its
+//! (here identity) normalization, with each of its switches, which the model
+//! keeps as data (`Whitespace`; all on but `as_suffix` by default): extra
+//! spaces removed (leading and trailing ones, and all but one of each run
+//! inside), a space put in front (the "dummy prefix"), or at the end with
+//! `as_suffix`, and spaces written as `▁`, so that pieces carry word
+//! boundaries and decoding is lossless. A text that is empty, or only
+//! spaces when extra spaces are removed, stays empty: no dummy space. The
+//! pipeline runs these as steps (`presets.rs`); the training counter in one
+//! pass (`text::sentencepiece`).
 //!
 //! Decoding follows SentencePiece too: `▁` back to spaces; while the text is
 //! still empty, the leading `▁` of a piece is dropped, once (the dummy
