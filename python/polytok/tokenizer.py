@@ -421,12 +421,8 @@ class Tokenizer:
         if unknown:
             raise _core.TokenizerFileError(f"{source}: unknown pipeline part(s) {', '.join(sorted(unknown))}")
         try:
-            parts = {
-                key: None if pipeline.get(key) is None else Component.build(key, pipeline[key])
-                for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder")
-            }
             special = {text: id for text, id in pipeline.get("special_tokens") or []}
-            return cls(core, special_tokens=special, **parts)
+            return cls(core, special_tokens=special, **_components(pipeline))
         except (TypeError, ValueError) as e:
             raise _core.TokenizerFileError(f"{source}: {e}") from None
 
@@ -460,11 +456,7 @@ class Preset(Tokenizer):
 
     def __init__(self, core: Model, training: dict | None = None) -> None:
         spec = json.loads(_core.preset_pipeline(core))
-        parts = {
-            key: None if spec.get(key) is None else Component.build(key, spec[key])
-            for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder")
-        }
-        super().__init__(core, special_tokens=dict(spec["special_tokens"]), **parts)
+        super().__init__(core, special_tokens=dict(spec["special_tokens"]), **_components(spec))
         self._training = training
 
     @classmethod
@@ -521,6 +513,14 @@ def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | 
 def load_json(path: PathLike) -> Tokenizer:
     """The tokenizer of a polytok JSON file."""
     return from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path))
+
+
+def _components(pipeline: dict) -> dict[str, Component | None]:
+    """The steps of a pipeline's JSON as components (``None`` where absent)."""
+    return {
+        key: None if pipeline.get(key) is None else Component.build(key, pipeline[key])
+        for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder")
+    }
 
 
 def _component(value: Component | None, kind: str) -> Component | None:

@@ -435,7 +435,7 @@ impl<'a, 'py> Settings<'a, 'py> {
     }
 }
 
-/// `encode` of any model: the ids of `text` as a Python list, the GIL
+/// The ids of `text` (by `encode`) as a Python list, the GIL
 /// released for long texts.
 fn encode_list<'py>(
     py: Python<'py>,
@@ -483,7 +483,7 @@ fn strings<'py>(texts: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyString>
         .collect()
 }
 
-/// `encode_batch` of any model, without the GIL: chunks of texts are
+/// A batch's ids as Python lists, without the GIL: chunks of texts are
 /// encoded on all cores (`encode_texts`, see `batch::encode_chunks`), and
 /// the thread that encoded a chunk then takes the GIL to turn it into
 /// Python lists, while the other threads go on encoding. The list

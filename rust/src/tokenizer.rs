@@ -582,9 +582,13 @@ impl Tokenizer {
     /// tokens (at byte `offset` of its sequence) into `scratch`.
     fn pieces(&self, part: &str, offset: usize, track: bool, scratch: &mut Scratch) -> Result<()> {
         let Scratch { text, pieces, .. } = scratch;
-        text.reset(part, offset as u32, track);
-        if let Some(n) = &self.normalizer {
-            n.normalize(text)?;
+        match &self.normalizer {
+            Some(n) if !track => n.normalize_untracked(part, text)?,
+            Some(n) => {
+                text.reset(part, offset as u32, track);
+                n.normalize(text)?;
+            }
+            None => text.reset(part, offset as u32, track),
         }
         pieces.clear();
         if !text.as_str().is_empty() {

@@ -35,9 +35,6 @@ const UNK_PENALTY: f32 = 10.0;
 /// `kScoreResetThreshold`).
 const SCORE_RESET: f32 = 100_000.0;
 
-/// `▁` in UTF-8.
-const SPACE_BYTES: [u8; 3] = [0xE2, 0x96, 0x81];
-
 /// The last piece of a path that is the unknown piece (others are trie
 /// units).
 const UNKNOWN: u32 = u32::MAX;
@@ -129,22 +126,11 @@ impl UnigramModel {
             return self.encode_walk(piece.as_bytes(), out, ends);
         }
         WALK.with(|walk| {
-            // One pass: `▁` written as `' '`; a literal space ends a part
-            // of the walk and is unknown.
             let walk = &mut *walk.borrow_mut();
-            walk.clear();
-            walk.reserve(piece.len());
-            let bytes = piece.as_bytes();
             let mut at = ends.as_ref().map_or(0, |e| e.1);
-            let (mut i, mut part_start) = (0, 0);
-            loop {
-                let Some(&b) = bytes.get(i).filter(|&&b| b != b' ') else {
-                    self.encode_walk(walk, out, ends.as_mut().map(|(e, _)| (&mut **e, at)));
-                    at += (i - part_start) as u32;
-                    walk.clear();
-                    if i == bytes.len() {
-                        return;
-                    }
+            for (i, part) in piece.split(' ').enumerate() {
+                if i > 0 {
+                    // A literal space: unknown.
                     match &self.byte_pieces {
                         Some(byte_ids) => out.push(byte_ids[b' ' as usize]),
                         None => out.push(self.unk),
@@ -153,17 +139,11 @@ impl UnigramModel {
                     if let Some((ends, _)) = ends.as_mut() {
                         ends.push(at);
                     }
-                    i += 1;
-                    part_start = i;
-                    continue;
-                };
-                if b == SPACE_BYTES[0] && bytes[i..].starts_with(&SPACE_BYTES) {
-                    walk.push(b' ');
-                    i += SPACE_BYTES.len();
-                } else {
-                    walk.push(b);
-                    i += 1;
                 }
+                walk.clear();
+                push_walk(part, walk);
+                self.encode_walk(walk, out, ends.as_mut().map(|(e, _)| (&mut **e, at)));
+                at += part.len() as u32;
             }
         })
     }
@@ -193,13 +173,7 @@ impl UnigramModel {
             if prefix {
                 walk.push(b' ');
             }
-            let mut copied = 0;
-            for at in SPACE_SYMBOL_FINDER.find_iter(text.as_bytes()) {
-                walk.extend_from_slice(&text.as_bytes()[copied..at]);
-                walk.push(b' ');
-                copied = at + SPACE_BYTES.len();
-            }
-            walk.extend_from_slice(&text.as_bytes()[copied..]);
+            push_walk(text, walk);
             self.encode_walk(walk, out, None);
         });
         true
@@ -218,7 +192,9 @@ impl UnigramModel {
                 "the piece {piece:?} holds a space, which this model reads only as \u{2581}"
             )));
         }
-        Ok(Cow::Owned(piece.replace(SPACE_SYMBOL, " ").into_bytes()))
+        let mut walk = Vec::with_capacity(piece.len());
+        push_walk(piece, &mut walk);
+        Ok(Cow::Owned(walk))
     }
 
     /// Fills `best` with the best path ending at each character end.
@@ -377,6 +353,19 @@ fn count_tokens(spans: &[Span], byte_fallback: bool, bytes: &[u8], space_extra: 
             _ => 1,
         })
         .sum()
+}
+
+/// Appends `text` as a trie that holds `▁` as `' '` walks it: each `▁` as
+/// `' '` (a SIMD search for `▁`, which ordinary text seldom holds).
+fn push_walk(text: &str, walk: &mut Vec<u8>) {
+    let bytes = text.as_bytes();
+    let mut copied = 0;
+    for at in SPACE_SYMBOL_FINDER.find_iter(bytes) {
+        walk.extend_from_slice(&bytes[copied..at]);
+        walk.push(b' ');
+        copied = at + SPACE_SYMBOL.len_utf8();
+    }
+    walk.extend_from_slice(&bytes[copied..]);
 }
 
 /// The length of a walk text's bytes in the original form.
