@@ -64,7 +64,7 @@ def test_token_strings(small):
 
 
 def test_save_and_load(small, tmp_path):
-    path = tmp_path / "tok.json"
+    path = tmp_path / "tok.polytok"
     small.save(path)
     loaded = polytok.load(path)
     text = (CORPORA / "fr.txt").read_text("utf-8")
@@ -102,7 +102,7 @@ def test_tiktoken_reads_our_rank_files(small, tmp_path):
 
 
 def test_save_is_atomic(small, tmp_path, monkeypatch):
-    path = tmp_path / "tok.json"
+    path = tmp_path / "tok.polytok"
     path.write_text("previous contents")
 
     def interrupted(src, dst):
@@ -112,7 +112,7 @@ def test_save_is_atomic(small, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         small.save(path)
     assert path.read_text() == "previous contents"
-    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.polytok"]
 
 
 def test_cl100k_specials_and_unknown_ids(cl100k):
@@ -166,15 +166,15 @@ def test_bad_settings(tmp_path):
 
 
 def test_damaged_tokenizer_files(small, tmp_path):
-    good = tmp_path / "good.json"
+    good = tmp_path / "good.polytok"
     small.save(good)
     text = good.read_text("utf-8")
     cases = {
-        "truncated.json": (text[: len(text) // 2], "truncated"),
-        "garbage.json": ("not json at all", "not a valid polytok tokenizer file"),
-        "other.json": (json.dumps({"hello": 1}), "not a valid polytok tokenizer file"),
-        "version.json": (text.replace('"version":1', '"version":99'), "version 99 is not supported"),
-        "token.json": (text.replace('"tokens":["', '"tokens":["☃'), "not in the byte-level alphabet"),
+        "truncated.polytok": (text[: len(text) // 2], "truncated"),
+        "garbage.polytok": ("not json at all", "not a valid polytok tokenizer file"),
+        "other.polytok": (json.dumps({"hello": 1}), "not a valid polytok tokenizer file"),
+        "version.polytok": (text.replace('"version":1', '"version":99'), "version 99 is not supported"),
+        "token.polytok": (text.replace('"tokens":["', '"tokens":["☃'), "not in the byte-level alphabet"),
     }
     for name, (contents, message) in cases.items():
         path = tmp_path / name
@@ -182,9 +182,9 @@ def test_damaged_tokenizer_files(small, tmp_path):
         with pytest.raises(polytok.TokenizerFileError, match=message) as info:
             polytok.load(path)
         assert name in str(info.value)
-    binary = tmp_path / "binary.json"
+    binary = tmp_path / "binary.polytok"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(polytok.TokenizerFileError, match="binary.json"):
+    with pytest.raises(polytok.TokenizerFileError, match="binary.polytok"):
         polytok.load(binary)
 
 

@@ -73,7 +73,7 @@ def test_same_corpus_same_file_bytes(tmp_path):
     paths = []
     for run in range(2):
         tok = polytok.BPETokenizer.train(CORPORA, vocab_size=1500, progress=False)
-        paths.append(tmp_path / f"run{run}.json")
+        paths.append(tmp_path / f"run{run}.polytok")
         tok.save(paths[-1])
     assert paths[0].read_bytes() == paths[1].read_bytes()
 

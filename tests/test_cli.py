@@ -24,6 +24,9 @@ def trained(tmp_path_factory) -> str:
     )
     assert result.exit_code == 0, result.output
     assert "trained 1200 tokens" in result.output
+    # The same tokenizer in polytok JSON.
+    again = ["train", "-q", "--vocab-size", "1200", "--special-token", "<|endoftext|>", str(CORPORA)]
+    assert CliRunner().invoke(main, [*again, "-o", str(out.with_suffix(".polytok"))]).exit_code == 0
     return str(out)
 
 
@@ -44,9 +47,13 @@ def test_encode_shows_tokens_and_special_tokens(trained):
     runner = CliRunner()
     shown = runner.invoke(main, ["encode", "-t", trained, "--show", "tokens", "hello world"])
     assert shown.exit_code == 0 and "hello" in shown.output
-    plain = runner.invoke(main, ["encode", "-t", trained, "<|endoftext|>"]).output.split()
-    allowed = runner.invoke(main, ["encode", "-t", trained, "--allow-special", "<|endoftext|>"]).output.split()
-    assert allowed == ["1199"] and plain != allowed
+    # In a tokenizer.json special tokens are Hugging Face's added tokens,
+    # recognized in every call; polytok JSON keeps them plain text unless
+    # allowed.
+    for path, always in ((trained, True), (trained.replace(".json", ".polytok"), False)):
+        plain = runner.invoke(main, ["encode", "-t", path, "<|endoftext|>"]).output.split()
+        allowed = runner.invoke(main, ["encode", "-t", path, "--allow-special", "<|endoftext|>"]).output.split()
+        assert allowed == ["1199"] and (plain == allowed) == always
 
 
 def test_info_and_samples(trained):
@@ -207,7 +214,7 @@ def test_unigram_models(tmp_path):
 def test_train_unigram(tmp_path):
     spm = pytest.importorskip("sentencepiece")
     runner = CliRunner()
-    out, model = tmp_path / "uni.json", tmp_path / "uni.model"
+    out, model = tmp_path / "uni.polytok", tmp_path / "uni.model"
     trained = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "6000", "--byte-fallback", str(CORPORA), "-o", str(out)])
     assert trained.exit_code == 0, trained.output
     assert "trained 6000 tokens (unigram, character coverage 0.9995, byte fallback)" in trained.output

@@ -286,10 +286,10 @@ def test_settings_survive_polytok_json(base_models, tmp_path):
     data = edit(with_switches(base_models["byte_fallback"], (False, True, True, True)), TRAINER, {UNK_SURFACE: "?"})
     theirs = load_theirs(data)
     ours = load_ours(data, tmp_path)
-    ours.save(tmp_path / "m.json")
+    ours.save(tmp_path / "m.polytok")
     ours.save_sentencepiece(tmp_path / "again.model")
     texts = ["", " a", "  x  y ", "a▁b", "ꙮ\tz", "two  spaces"]
-    for reloaded in (polytok.UnigramTokenizer.load(tmp_path / "m.json"), polytok.UnigramTokenizer.from_sentencepiece(tmp_path / "again.model")):
+    for reloaded in (polytok.UnigramTokenizer.load(tmp_path / "m.polytok"), polytok.UnigramTokenizer.from_sentencepiece(tmp_path / "again.model")):
         assert_same(reloaded, theirs, texts)
     assert_same(ours, load_theirs((tmp_path / "again.model").read_bytes()), texts)
 

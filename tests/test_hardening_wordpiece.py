@@ -79,7 +79,7 @@ def files(tmp_path_factory) -> dict[tuple[str, bool], Path]:
     """``(how, with_long)`` -> a vocab.txt or a polytok JSON file."""
     tmp = tmp_path_factory.mktemp("long-tokens")
     out = {}
-    saved = tmp / "saved.json"
+    saved = tmp / "saved.polytok"
     polytok.WordPieceTokenizer.from_vocab(_write_vocab(tmp / "base.txt", vocabulary(False))).save(saved)
     for with_long in (False, True):
         tokens = vocabulary(with_long)
@@ -89,7 +89,7 @@ def files(tmp_path_factory) -> dict[tuple[str, bool], Path]:
         data = json.loads(saved.read_text(encoding="utf-8"))
         data["tokens"] = tokens
         data["max_input_chars_per_word"] = MAX_CHARS
-        out["json", with_long] = tmp / f"tokenizer-{with_long}.json"
+        out["json", with_long] = tmp / f"tokenizer-{with_long}.polytok"
         out["json", with_long].write_text(json.dumps(data), encoding="utf-8")
     return out
 

@@ -81,12 +81,12 @@ def test_spaces_without_a_space_piece(tmp_path, models):
     """A model whose `▁` piece is unused: spaces are unknown, and with byte
     fallback become the bytes of `▁`, as in SentencePiece."""
     ours, _ = models
-    ours.save(tmp_path / "m.json")
-    text = (tmp_path / "m.json").read_text(encoding="utf-8")
+    ours.save(tmp_path / "m.polytok")
+    text = (tmp_path / "m.polytok").read_text(encoding="utf-8")
     assert '["▁",' in text
     edited = text.replace('["▁",', '["▁", -100.0, "unused"], ["▁unused-twin",', 1)
-    (tmp_path / "e.json").write_text(edited, encoding="utf-8")
-    changed = polytok.UnigramTokenizer.load(tmp_path / "e.json")
+    (tmp_path / "e.polytok").write_text(edited, encoding="utf-8")
+    changed = polytok.UnigramTokenizer.load(tmp_path / "e.polytok")
     changed.save_sentencepiece(tmp_path / "e.model")
     reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "e.model"))
     lines = ["a b", "  two  spaces ", "▁ and ▁▁", "x" * 5 + " " + "ꙮ " * 3]

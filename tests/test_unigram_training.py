@@ -66,9 +66,9 @@ def test_sizes_specials_and_sentencepiece_files(tmp_path):
     assert [tok.id_to_token(i) for i in range(4)] == SPECIALS
     scores = [tok.score(i) for i in range(4, 1500)]
     assert scores == sorted(scores, reverse=True) and all(s < 0 for s in scores)
-    tok.save(tmp_path / "u.json")
+    tok.save(tmp_path / "u.polytok")
     tok.save_sentencepiece(tmp_path / "u.model")
-    loaded = polytok.load(tmp_path / "u.json")
+    loaded = polytok.load(tmp_path / "u.polytok")
     assert isinstance(loaded, polytok.UnigramTokenizer)
     assert loaded.training["vocab_size"] == 1500 and loaded.training["corpus"]["bytes"] > 0
     reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "u.model"))
@@ -88,11 +88,11 @@ def test_deterministic_on_any_number_of_threads(tmp_path):
     )
     outputs = []
     for threads in ("1", "2"):
-        out = tmp_path / f"t{threads}.json"
+        out = tmp_path / f"t{threads}.polytok"
         env = {**os.environ, "RAYON_NUM_THREADS": threads}
         subprocess.run([sys.executable, "-c", script, str(CORPORA / "ru.txt"), str(out)], env=env, check=True)
         outputs.append(out.read_bytes())
-    again = tmp_path / "again.json"
+    again = tmp_path / "again.polytok"
     polytok.UnigramTokenizer.train(CORPORA / "ru.txt", vocab_size=3000, progress=False).save(again)
     assert outputs[0] == outputs[1] == again.read_bytes()
 
@@ -150,17 +150,17 @@ def test_bad_training_input(tmp_path):
 
 def test_bad_files(tmp_path):
     tok = polytok.UnigramTokenizer.train(CORPORA / "en.txt", vocab_size=500, progress=False)
-    tok.save(tmp_path / "u.json")
-    text = (tmp_path / "u.json").read_text()
-    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
-    with pytest.raises(polytok.TokenizerFileError, match="cut.json: not a polytok Unigram file"):
-        polytok.UnigramTokenizer.load(tmp_path / "cut.json")
-    (tmp_path / "v2.json").write_text(text.replace('"version":1', '"version":2'))
+    tok.save(tmp_path / "u.polytok")
+    text = (tmp_path / "u.polytok").read_text()
+    (tmp_path / "cut.polytok").write_text(text[: len(text) // 2])
+    with pytest.raises(polytok.TokenizerFileError, match="cut.polytok: not a polytok Unigram file"):
+        polytok.UnigramTokenizer.load(tmp_path / "cut.polytok")
+    (tmp_path / "v2.polytok").write_text(text.replace('"version":1', '"version":2'))
     with pytest.raises(polytok.TokenizerFileError, match="format version 2"):
-        polytok.load(tmp_path / "v2.json")
-    (tmp_path / "dup.json").write_text(text.replace('"<pad>"', '"<s>"'))
-    with pytest.raises(polytok.TokenizerFileError, match="dup.json: pieces 1 and 3 are both"):
-        polytok.load(tmp_path / "dup.json")
+        polytok.load(tmp_path / "v2.polytok")
+    (tmp_path / "dup.polytok").write_text(text.replace('"<pad>"', '"<s>"'))
+    with pytest.raises(polytok.TokenizerFileError, match="dup.polytok: pieces 1 and 3 are both"):
+        polytok.load(tmp_path / "dup.polytok")
     with pytest.raises(ValueError, match="unknown token id 500"):
         tok.decode([5, 500])
     assert math.isfinite(tok.score(499))

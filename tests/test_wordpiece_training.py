@@ -91,10 +91,10 @@ def test_likelihood_prefers_cohesive_pairs_where_bpe_takes_frequent_ones():
 def test_training_is_deterministic_and_files_round_trip(tmp_path, sample_corpus):
     a = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=6000, progress=False)
     b = polytok.WordPieceTokenizer.train_from_iterator(sample_corpus, vocab_size=6000, progress=False)
-    a.save(tmp_path / "a.json")
-    b.save(tmp_path / "b.json")
-    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
-    loaded = polytok.load(tmp_path / "a.json")
+    a.save(tmp_path / "a.polytok")
+    b.save(tmp_path / "b.polytok")
+    assert (tmp_path / "a.polytok").read_bytes() == (tmp_path / "b.polytok").read_bytes()
+    loaded = polytok.load(tmp_path / "a.polytok")
     assert isinstance(loaded, polytok.WordPieceTokenizer)
     assert loaded.training["score"].startswith("count(ab)")
     a.save_vocab(tmp_path / "vocab.txt")
@@ -147,9 +147,9 @@ def test_bad_vocab_files(tmp_path):
 def test_bad_json_and_ids(tmp_path, bert):
     bert.save(tmp_path / "bert.json")
     text = (tmp_path / "bert.json").read_text()
-    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
-    with pytest.raises(polytok.TokenizerFileError, match="cut.json"):
-        polytok.WordPieceTokenizer.load(tmp_path / "cut.json")
+    (tmp_path / "cut.polytok").write_text(text[: len(text) // 2])
+    with pytest.raises(polytok.TokenizerFileError, match="cut.polytok"):
+        polytok.WordPieceTokenizer.load(tmp_path / "cut.polytok")
     with pytest.raises(ValueError, match="unknown token id 40000"):
         bert.decode([1, 40000])
 

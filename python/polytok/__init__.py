@@ -15,7 +15,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
-from polytok.tokenizer import Encoding, Tokenizer, load_json
+from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tokenizer_json
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -35,6 +35,7 @@ __all__ = [
     "TokenizerFileError",
     "UnigramTokenizer",
     "WordPieceTokenizer",
+    "from_tokenizer_json",
     "load",
     "report",
     # The embedding stage (polytok.embedding, NumPy), imported on first use:
@@ -63,21 +64,32 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'polytok' has no attribute {name!r}")
 
 
-def load(
-    path: str | os.PathLike, *, pattern: str | None = None, cased: bool = False
-) -> Tokenizer:
-    """Load a tokenizer file, whatever its model: polytok JSON (``.json``,
-    saved by polytok: a preset, or a composed :class:`Tokenizer`), a tiktoken rank file (``.tiktoken``: BPE, with the
-    pre-tokenization ``pattern`` it holds no trace of), a BERT vocabulary
-    (``.txt``: WordPiece, uncased unless ``cased``) or a SentencePiece model
-    (``.model``: Unigram)."""
-    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
-    if suffix == "model":
+def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = False) -> Tokenizer:
+    """Load a tokenizer file, whatever its format, recognized by its
+    content (not its name):
+
+    - Hugging Face ``tokenizer.json``: a preset (:class:`BPETokenizer`, ...)
+      when its steps are the preset's, else a :class:`Tokenizer`;
+    - polytok JSON (``.polytok``, or ``.json`` from earlier polytok
+      versions): a preset or a composed :class:`Tokenizer`, as saved;
+    - a SentencePiece model (``.model``: Unigram);
+    - a tiktoken rank file (``.tiktoken``: BPE, with the pre-tokenization
+      ``pattern`` it holds no trace of, e.g. ``"cl100k"``);
+    - a BERT vocabulary (``vocab.txt``: WordPiece, uncased unless
+      ``cased``).
+    """
+    from polytok import _files
+
+    kind, text = _files.sniff(path)
+    name = os.fspath(path)
+    if kind == "sentencepiece":
         return UnigramTokenizer.from_sentencepiece(path)
-    if suffix == "tiktoken":
+    if kind == "polytok":
+        return from_json(text, name)
+    if kind == "tokenizer.json":
+        return from_tokenizer_json(text, name)
+    if kind == "tiktoken":
         if pattern is None:
-            raise ValueError(f"{os.fspath(path)}: a .tiktoken rank file holds no pattern: give one (e.g. pattern='cl100k')")
+            raise ValueError(f"{name}: a tiktoken rank file holds no pattern: give one (e.g. pattern='cl100k')")
         return BPETokenizer.from_tiktoken(path, pattern=pattern)
-    if suffix == "txt":
-        return WordPieceTokenizer.from_vocab(path, lowercase=not cased)
-    return load_json(path)
+    return WordPieceTokenizer.from_vocab(path, lowercase=not cased)

@@ -21,6 +21,8 @@ __all__ = [
     "Unigram",
     "pre_tokenize",
     "preset_pipeline",
+    "to_tokenizer_json",
+    "from_tokenizer_json",
     "readable",
     "Pipeline",
     "Encoding",
@@ -377,6 +379,12 @@ def readable(bytes: bytes) -> str:
 
 def preset_pipeline(model: Bpe | WordPiece | Unigram) -> str:
     """The pipeline of a model's preset (the steps it was trained with), as JSON."""
+
+def to_tokenizer_json(model: Bpe | WordPiece | Unigram, spec_json: str) -> str:
+    """``model`` with the pipeline ``spec_json`` as Hugging Face's ``tokenizer.json`` text."""
+
+def from_tokenizer_json(text: str, source: str) -> tuple[Bpe | WordPiece | Unigram, str]:
+    """The model and the pipeline (JSON) of a ``tokenizer.json`` text; errors name ``source``."""
 
 def pre_tokenize(spec: str, text: str) -> list[tuple[str, tuple[int, int]]]:
     """The pieces of ``text`` under the pre-tokenizer ``spec`` (JSON), each with its character span in ``text``."""

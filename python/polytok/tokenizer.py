@@ -33,6 +33,7 @@ from polytok import _core
 from polytok._args import id_error, refuse_single_string, text_list, whole_numbers
 from polytok._component import Component
 from polytok._counting import without_surrogates
+from polytok import _files
 from polytok._files import PathLike, atomic_write, read_text
 from polytok.pre_tokenizers import PreTokenizer
 from polytok.processors import PostProcessor
@@ -42,7 +43,16 @@ if TYPE_CHECKING:
 
     from polytok.decoders import DecodeStream
 
-_PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder", "special_tokens", "truncation", "padding")
+_PIPELINE_PARTS = (
+    "normalizer",
+    "pre_tokenizer",
+    "post_processor",
+    "decoder",
+    "special_tokens",
+    "always_special",
+    "truncation",
+    "padding",
+)
 
 #: One encoded input: ids, type ids, attention and special-token masks,
 #: and (computed on first use for single texts) character offsets, word
@@ -62,7 +72,10 @@ class Tokenizer:
     ``model``: the Rust model of a tokenizer (``BPETokenizer(...).model``
     and the like), or a tokenizer, whose model is taken (not its steps). ``special_tokens``: text that is one token of the given
     id, recognized in text when allowed (``allowed_special``), before
-    normalization. Components are from :mod:`polytok.normalizers`,
+    normalization. ``always_special``: recognize the special tokens in
+    every call, whatever ``allowed_special`` says (as Hugging Face's added
+    tokens are; tokenizers read from ``tokenizer.json`` files do).
+    Components are from :mod:`polytok.normalizers`,
     :mod:`polytok.pre_tokenizers`, :mod:`polytok.processors` and
     :mod:`polytok.decoders`.
     """
@@ -76,6 +89,7 @@ class Tokenizer:
         post_processor: PostProcessor | None = None,
         decoder: Component | None = None,
         special_tokens: Mapping[str, int] | None = None,
+        always_special: bool = False,
     ) -> None:
         if isinstance(model, Tokenizer):
             model = model.model
@@ -91,6 +105,7 @@ class Tokenizer:
         if special_tokens is not None and not isinstance(special_tokens, Mapping):
             raise TypeError("special_tokens must map each token's text to its id, e.g. {'<|endoftext|>': 100257}")
         self._special_tokens = dict(special_tokens or {})
+        self._always_special = bool(always_special)
         self._truncation: dict | None = None
         self._padding: dict | None = None
         self._pipeline_cache: _core.Pipeline | None = None
@@ -123,6 +138,11 @@ class Tokenizer:
     def special_tokens(self) -> dict[str, int]:
         """The special tokens found in text when allowed: text -> id."""
         return dict(self._special_tokens)
+
+    @property
+    def always_special(self) -> bool:
+        """Whether the special tokens are recognized in every call."""
+        return self._always_special
 
     @property
     def truncation(self) -> dict | None:
@@ -231,6 +251,7 @@ class Tokenizer:
             "post_processor": None if self._post_processor is None else self._post_processor.to_dict(),
             "decoder": None if self._decoder is None else self._decoder.to_dict(),
             "special_tokens": sorted(self._special_tokens.items(), key=lambda item: item[1]),
+            "always_special": self._always_special,
             "truncation": self._truncation,
             "padding": self._padding,
         }
@@ -402,9 +423,45 @@ class Tokenizer:
         return self._training
 
     def save(self, path: PathLike) -> None:
-        """Save as polytok JSON (the model, its pipeline, the training
-        record), atomically. :func:`polytok.load` reads it back."""
-        atomic_write(path, self.to_json())
+        """Save atomically, in the format the file name says:
+
+        - ``*.json``: Hugging Face's ``tokenizer.json``
+          (:meth:`to_tokenizer_json`), which ``tokenizers`` loads; a
+          tokenizer it cannot express is refused, naming the step;
+        - ``*.polytok``: polytok JSON (:meth:`to_json`): everything,
+          the training record included;
+        - the model's own files: ``*.tiktoken`` (BPE ranks), ``*.txt``
+          (a WordPiece vocabulary), ``*.model`` (a SentencePiece Unigram
+          model), which hold the model alone.
+
+        :func:`polytok.load` reads each of them back."""
+        name = os.fspath(path)
+        suffix = name.lower().rsplit(".", 1)[-1] if "." in os.path.basename(name) else ""
+        if suffix == "json":
+            atomic_write(path, self.to_tokenizer_json())
+        elif suffix == "polytok":
+            atomic_write(path, self.to_json())
+        elif suffix in _MODEL_FILES:
+            writer, model_type = _MODEL_FILES[suffix]
+            if not isinstance(self._core, model_type) or not isinstance(self, Preset):
+                raise ValueError(
+                    f"{name}: a .{suffix} file holds a {model_type.__name__} preset's model alone, "
+                    f"not this {type(self).__name__}: use .json or .polytok"
+                )
+            atomic_write(path, getattr(self._core, writer)())
+        else:
+            raise ValueError(
+                f"{name}: the file name says no format: use .json (Hugging Face's tokenizer.json), "
+                ".polytok (polytok JSON), or the model's own .tiktoken, .txt or .model"
+            )
+
+    def to_tokenizer_json(self) -> str:
+        """Hugging Face's ``tokenizer.json`` text of this tokenizer: the
+        same ids and offsets with ``tokenizers.Tokenizer.from_str``. Its
+        special tokens become added tokens, which Hugging Face recognizes
+        in every call. A step Hugging Face lacks (``HalfWidth``, say) is a
+        ``ValueError`` naming it."""
+        return _core.to_tokenizer_json(self._core, json.dumps(self.pipeline_dict()))
 
     def to_json(self) -> str:
         """The polytok JSON that :meth:`save` writes."""
@@ -422,7 +479,8 @@ class Tokenizer:
             raise _core.TokenizerFileError(f"{source}: unknown pipeline part(s) {', '.join(sorted(unknown))}")
         try:
             special = {text: id for text, id in pipeline.get("special_tokens") or []}
-            return cls(core, special_tokens=special, **_components(pipeline))
+            always = bool(pipeline.get("always_special", False))
+            return cls(core, special_tokens=special, always_special=always, **_components(pipeline))
         except (TypeError, ValueError) as e:
             raise _core.TokenizerFileError(f"{source}: {e}") from None
 
@@ -431,7 +489,9 @@ class Tokenizer:
         return {"preset": False, **self.pipeline_dict()}
 
     def _restore(self, pipeline: dict) -> None:
-        """Applies a saved pipeline's truncation and padding."""
+        """Applies a saved pipeline's truncation, padding and recognition
+        of special tokens."""
+        self._always_special = bool(pipeline.get("always_special", False))
         self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
 
     def __reduce__(self):
@@ -461,12 +521,19 @@ class Preset(Tokenizer):
 
     @classmethod
     def load(cls, path: PathLike) -> Preset:
-        """Load a tokenizer saved with :meth:`save`."""
+        """Load a tokenizer saved with :meth:`save` (any format
+        :func:`polytok.load` reads) that holds this preset."""
+        from polytok import load
+
         source = os.fspath(path)
-        tokenizer = from_json(read_text(path, "a polytok tokenizer file"), source, cls)
+        if _files.sniff(path)[0] == "polytok":
+            # The model's own reader names what is wrong with its file.
+            tokenizer = from_json(read_text(path, "a polytok tokenizer file"), source, cls)
+        else:
+            tokenizer = load(path)
         if not isinstance(tokenizer, cls):
             raise _core.TokenizerFileError(
-                f"{source}: holds a composed Tokenizer, not a {cls.__name__} (polytok.load reads any)"
+                f"{source}: holds a {type(tokenizer).__name__}, not a {cls.__name__} (polytok.load reads any)"
             )
         return tokenizer
 
@@ -479,9 +546,10 @@ class Preset(Tokenizer):
     def _saved_pipeline(self) -> dict | None:
         """Only what differs from the preset: its truncation and padding
         (files of presets without them are as they always were)."""
-        if self._truncation is None and self._padding is None:
+        if self._truncation is None and self._padding is None and not self._always_special:
             return None
-        return {"preset": True, "truncation": self._truncation, "padding": self._padding}
+        saved = {"preset": True, "truncation": self._truncation, "padding": self._padding}
+        return {**saved, "always_special": True} if self._always_special else saved
 
 
 def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | None = None) -> Tokenizer:
@@ -510,9 +578,53 @@ def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | 
     return tokenizer
 
 
+def from_tokenizer_json(text: str, source: str = "<tokenizer.json>") -> Tokenizer:
+    """The tokenizer of Hugging Face ``tokenizer.json`` text: a preset
+    (:class:`polytok.BPETokenizer`, ...) when its steps are the preset's,
+    else a :class:`Tokenizer`; its special tokens are recognized in every
+    call, as in ``tokenizers``. A step polytok lacks is a
+    :class:`polytok.TokenizerFileError` naming it and its place."""
+    core, pipeline = _core.from_tokenizer_json(text, source)
+    pipeline = json.loads(pipeline)
+    preset = _preset_of(core, pipeline)
+    if preset is not None:
+        tokenizer: Tokenizer = preset(core)
+    else:
+        tokenizer = Tokenizer._from_pipeline(core, pipeline, source)
+    tokenizer._restore(pipeline)
+    return tokenizer
+
+
+def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
+    """The preset class whose steps ``pipeline`` has, if any."""
+    from polytok.bpe import BPETokenizer
+    from polytok.unigram import UnigramTokenizer
+    from polytok.wordpiece import WordPieceTokenizer
+
+    preset = json.loads(_core.preset_pipeline(core))
+    steps = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
+    if any(pipeline.get(step) != preset.get(step) for step in steps):
+        return None
+    if sorted(map(tuple, pipeline["special_tokens"])) != sorted(map(tuple, preset["special_tokens"])):
+        return None
+    for cls in (BPETokenizer, WordPieceTokenizer, UnigramTokenizer):
+        if isinstance(core, cls._core_type):
+            return cls
+    return None
+
+
 def load_json(path: PathLike) -> Tokenizer:
     """The tokenizer of a polytok JSON file."""
     return from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path))
+
+
+#: The model's own files, by suffix: the model method that writes one,
+#: and the model it holds.
+_MODEL_FILES = {
+    "tiktoken": ("to_tiktoken", _core.Bpe),
+    "txt": ("to_vocab_txt", _core.WordPiece),
+    "model": ("to_sentencepiece", _core.Unigram),
+}
 
 
 def _components(pipeline: dict) -> dict[str, Component | None]:

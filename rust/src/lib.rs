@@ -15,6 +15,8 @@
 //!   pre-tokenizer, model, post-processor), [`processors`] (templates,
 //!   truncation, padding), [`encoding`] (the result), [`decoders`] (back to
 //!   text), [`presets`] (each model with the steps it was trained with);
+//! - [`formats`]: whole tokenizers in other libraries' files (Hugging
+//!   Face's `tokenizer.json`); each model's own files sit beside it;
 //! - [`corpus`] and [`counting`]: read training text and count its pieces
 //!   in parallel;
 //! - [`vocab`] and [`byte_alphabet`]: token ids, their bytes and printable
@@ -33,6 +35,7 @@ pub mod counting;
 pub mod decoders;
 pub mod encoding;
 pub mod error;
+pub mod formats;
 pub mod model;
 pub mod model_file;
 mod pair_index;

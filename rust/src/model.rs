@@ -15,6 +15,11 @@ use crate::text::pre_tokenizers::{write_metaspaced, Piece};
 use crate::unigram::UnigramModel;
 use crate::wordpiece::WordPieceModel;
 
+/// Marks an end (of `Model::encode_pieces`) whose token covers the same
+/// text as the token before it: the bytes of one unknown run under byte
+/// fallback each cover the run.
+pub const SAME_SPAN: u32 = 1 << 31;
+
 #[derive(Clone)]
 pub enum Model {
     Bpe(Arc<BpeModel>),
@@ -25,7 +30,8 @@ pub enum Model {
 impl Model {
     /// Appends the ids of the pieces `pieces` of `text` and, with `ends`,
     /// the end byte in `text` of each token (its start is the previous
-    /// token's end, or its piece's start).
+    /// token's end, or its piece's start; with `SAME_SPAN`, the previous
+    /// token's span).
     pub fn encode_pieces(
         &self,
         text: &str,

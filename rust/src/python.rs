@@ -567,10 +567,11 @@ struct Bpe {
 }
 
 impl Bpe {
-    fn new(py: Python<'_>, model: BpeModel) -> PyResult<Self> {
+    fn new(py: Python<'_>, model: impl Into<Arc<BpeModel>>) -> PyResult<Self> {
+        let model = model.into();
         let ints = Ints::new(py, model.vocab().len())?;
         Ok(Bpe {
-            model: Arc::new(model),
+            model,
             ints: Arc::new(ints),
         })
     }
@@ -705,10 +706,11 @@ struct WordPiece {
 }
 
 impl WordPiece {
-    fn new(py: Python<'_>, model: WordPieceModel) -> PyResult<Self> {
+    fn new(py: Python<'_>, model: impl Into<Arc<WordPieceModel>>) -> PyResult<Self> {
+        let model = model.into();
         let ints = Ints::new(py, model.vocab().len())?;
         Ok(WordPiece {
-            model: Arc::new(model),
+            model,
             ints: Arc::new(ints),
         })
     }
@@ -867,10 +869,11 @@ struct Unigram {
 }
 
 impl Unigram {
-    fn new(py: Python<'_>, model: UnigramModel) -> PyResult<Self> {
+    fn new(py: Python<'_>, model: impl Into<Arc<UnigramModel>>) -> PyResult<Self> {
+        let model = model.into();
         let ints = Ints::new(py, model.pieces().len())?;
         Ok(Unigram {
-            model: Arc::new(model),
+            model,
             ints: Arc::new(ints),
         })
     }

@@ -18,7 +18,7 @@ use crate::batch::IdRuns;
 use crate::decoders::Decoder;
 use crate::encoding::{Encoding, Token};
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::model::{Model, SAME_SPAN};
 use crate::processors::{
     Padding, PaddingStrategy, Part, PostProcessor, SequenceId, Template, Truncation,
 };
@@ -46,6 +46,14 @@ pub struct PipelineSpec {
     pub padding: Option<Padding>,
     #[serde(default)]
     pub decoder: Option<serde_json::Value>,
+    /// Special tokens are recognized in every call, whatever the caller
+    /// allows (Hugging Face's added tokens: tokenizers read from its files).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub always_special: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A model with its text handling and post-processing.
@@ -56,6 +64,7 @@ pub struct Tokenizer {
     template: Option<Template>,
     special_tokens: Vec<(String, u32)>,
     special_matcher: Option<AhoCorasick>,
+    always_special: bool,
     truncation: Option<Truncation>,
     padding: Option<Padding>,
     decoder: Option<Decoder>,
@@ -147,6 +156,7 @@ impl Tokenizer {
             pre_tokenizer,
             template,
             special_matcher: special_matcher(&texts)?,
+            always_special: spec.always_special,
             special_tokens: spec.special_tokens.clone(),
             truncation: spec.truncation.clone(),
             padding: spec.padding.clone(),
@@ -253,6 +263,12 @@ impl Tokenizer {
         &self,
         allowed: &AllowedSpecial,
     ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
+        if self.always_special {
+            return Ok(self
+                .special_matcher
+                .as_ref()
+                .map(std::borrow::Cow::Borrowed));
+        }
         allowed_matcher(
             self.special_matcher.as_ref(),
             |text| self.special_tokens.iter().any(|(t, _)| t == text),
@@ -625,13 +641,20 @@ impl Tokenizer {
         out.tokens.reserve(ids.len());
         let mut piece = 0;
         let mut start = None;
+        let mut last_start = 0;
         for (&id, &end) in ids.iter().zip(ends.iter()) {
-            let end = end as usize;
+            let same_span = end & SAME_SPAN != 0;
+            let end = (end & !SAME_SPAN) as usize;
             while pieces[piece].end < end {
                 piece += 1;
                 start = None;
             }
-            let token_start = start.unwrap_or(pieces[piece].start);
+            let token_start = if same_span {
+                last_start
+            } else {
+                start.unwrap_or(pieces[piece].start)
+            };
+            last_start = token_start;
             let (s, e) = text.original_span(token_start..end);
             let word = Some(at.word + piece as u32);
             out.push(Token::new(

@@ -148,6 +148,37 @@ impl BpeModel {
         self.merges.as_deref()
     }
 
+    /// The model with `merges` recorded as the pairs that made its last
+    /// tokens, if that is what they are (else it records none).
+    pub fn with_merges(mut self, merges: Vec<(u32, u32)>) -> Self {
+        if check_merges(&self.vocab, &merges).is_ok() {
+            self.merges = Some(merges);
+        }
+        self
+    }
+
+    /// The merges that make each token BPE can make, one per token (the
+    /// last merge of BPE on the token's own bytes), in id order; `None`
+    /// when the ids do not follow the merges (see `reach.rs`). These are
+    /// the merges of Hugging Face's BPE that encodes as this model does.
+    pub fn merge_list(&self) -> Option<Vec<(u32, u32)>> {
+        let splits = self.reach.splits()?;
+        Some(
+            splits
+                .iter()
+                .enumerate()
+                .filter(|&(id, &(left, right))| (left, right) != (id as u32, id as u32))
+                .map(|(_, &pair)| pair)
+                .collect(),
+        )
+    }
+
+    /// The tokens no merge makes (given only for a piece that is exactly
+    /// their bytes).
+    pub fn unreachable_tokens(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.vocab.len() as u32).filter(|&id| !self.reach.is_reachable(id))
+    }
+
     /// Ordinary tokens plus special tokens, i.e. one past the largest id.
     pub fn vocab_size(&self) -> usize {
         self.vocab.len().max(self.special.end_id() as usize)

@@ -781,7 +781,43 @@ fn preset_pipeline(model: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(serde_json::to_string(&crate::presets::preset_spec(&model)).expect("specs serialize"))
 }
 
+/// `model` with the pipeline `spec_json` as Hugging Face's
+/// `tokenizer.json` text (see `formats/huggingface.rs`).
+#[pyfunction]
+fn to_tokenizer_json(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    spec_json: &str,
+) -> PyResult<String> {
+    let (model, _) = model_of(model)?;
+    let spec: PipelineSpec = serde_json::from_str(spec_json)
+        .map_err(|e| PyTypeError::new_err(format!("pipeline: {e}")))?;
+    guarded(py, true, || {
+        crate::formats::huggingface::export(&model, &spec)
+    })?
+    .map_err(to_py)
+}
+
+/// The model and the pipeline (JSON) of a `tokenizer.json` text; errors
+/// name `source`.
+#[pyfunction]
+fn from_tokenizer_json(py: Python<'_>, text: &str, source: &str) -> PyResult<(Py<PyAny>, String)> {
+    let (model, spec) = guarded(py, true, || {
+        crate::formats::huggingface::import(text, source)
+    })?
+    .map_err(to_py)?;
+    let spec = serde_json::to_string(&spec).expect("specs serialize");
+    let model = match model {
+        Model::Bpe(m) => Py::new(py, Bpe::new(py, m)?)?.into_any(),
+        Model::WordPiece(m) => Py::new(py, WordPiece::new(py, m)?)?.into_any(),
+        Model::Unigram(m) => Py::new(py, Unigram::new(py, m)?)?.into_any(),
+    };
+    Ok((model, spec))
+}
+
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(to_tokenizer_json, m)?)?;
+    m.add_function(wrap_pyfunction!(from_tokenizer_json, m)?)?;
     m.add_function(wrap_pyfunction!(preset_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(readable, m)?)?;

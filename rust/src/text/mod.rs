@@ -137,8 +137,11 @@ impl Normalized {
         self.spans.last().map_or(0, |s| s.1)
     }
 
-    /// The span of the character at byte `at` (tracking only).
+    /// The span of the character at byte `at` (`(0, 0)` without tracking).
     fn span_at(&self, at: usize) -> Span {
+        if !self.track {
+            return (0, 0);
+        }
         self.spans[at]
     }
 
@@ -242,10 +245,9 @@ impl Builder {
     }
 }
 
-/// Byte offsets of a text to character offsets. A byte inside a character
-/// maps to the character after it, so that tokens that split a character
-/// (byte-level BPE) share out its text without overlap: the character goes
-/// to the token holding its first byte.
+/// Byte offsets of a text to character offsets. A span that starts or ends
+/// inside a character takes the whole character: tokens that split one
+/// (byte-level BPE) each cover it, as in Hugging Face's `tokenizers`.
 pub struct CharIndex {
     /// Characters starting before each byte position; `None` for ASCII.
     before: Option<Vec<u32>>,
@@ -271,7 +273,14 @@ impl CharIndex {
     pub fn span(&self, start: u32, end: u32) -> (u32, u32) {
         match &self.before {
             None => (start, end),
-            Some(before) => (before[start as usize], before[end as usize]),
+            Some(before) => {
+                let start = start as usize;
+                // A continuation byte adds no character: back to the one
+                // it belongs to. (An end inside a character already
+                // counts it.)
+                let inside = start + 1 < before.len() && before[start + 1] == before[start];
+                (before[start] - inside as u32, before[end as usize])
+            }
         }
     }
 }

@@ -52,12 +52,13 @@
 //! character(s) it stands for: an expansion (`ﬁ` → `fi`, `é` → `e` + U+0301
 //! under NFD) gives each of its characters the whole span, a merge (NFC's
 //! `e` + U+0301 → `é`, a regex match replaced) the union of the spans.
-//! Characters a step inserts without replacing anything (`Prepend`, the
-//! spaces BERT puts around ideographs, `Replace` of an empty match) get the
-//! empty span at their place, and removed characters leave no trace. Hugging
-//! Face's map differs in two places: it gives a merge the span of its first
-//! character only (NFC) or of its last (`Replace`), and an inserted character
-//! the span of the character before it (the first one for `Prepend`).
+//! Characters a step inserts without replacing anything (the spaces BERT
+//! puts around ideographs, `Replace` of an empty match) get the empty span
+//! at their place, and removed characters leave no trace; `Prepend`'s
+//! characters get the span of the first character, as in Hugging Face.
+//! Hugging Face's map differs in two places: it gives a merge the span of
+//! its first character only (NFC) or of its last (`Replace`), and an
+//! inserted character the span of the character before it.
 
 use fancy_regex::Regex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -329,7 +330,9 @@ impl Normalizer {
             Normalizer::Prepend { prepend } => {
                 if !text.as_str().is_empty() && !prepend.is_empty() {
                     text.rebuild(|src, out| {
-                        out.push_str(prepend, src.insertion_span(0));
+                        // The first character's span, as Hugging Face's
+                        // (a token of the prefix alone then has text).
+                        out.push_str(prepend, src.span_at(0));
                         out.copy(src, 0..src.as_str().len());
                     });
                 }
@@ -823,7 +826,9 @@ fn remove_extra_spaces(text: &mut Normalized, trailing_metaspace: bool) {
             let run = bytes[space..end].iter().take_while(|&&b| b == b' ').count();
             if run > 1 {
                 out.copy(src, copied..space);
-                out.push(' ', src.original_span(space..space + run));
+                // The run's last space is kept (the others removed): the
+                // map Hugging Face's `Replace` gives it.
+                out.push(' ', src.original_span(space + run - 1..space + run));
                 copied = space + run;
             }
             at = space + run;
@@ -973,10 +978,10 @@ mod tests {
             assert_eq!(run(with, text).0, expected, "{text:?}");
         }
         assert_eq!(run(without, "a\u{2581} ").0, "a\u{2581}");
-        // A collapsed run stands for all of its spaces.
+        // A collapsed run is its last space.
         let (text, spans) = run(with, " ab   c ");
         assert_eq!(text, "ab c");
-        assert_eq!(spans, [(1, 2), (2, 3), (3, 6), (6, 7)]);
+        assert_eq!(spans, [(1, 2), (2, 3), (5, 6), (6, 7)]);
     }
 
     #[test]
@@ -1003,9 +1008,9 @@ mod tests {
     }
 
     #[test]
-    fn prepend_inserts_with_an_empty_span() {
+    fn prepend_takes_the_first_characters_span() {
         let p = r#"{"type":"Prepend","prepend":"▁"}"#;
-        assert_eq!(run(p, "ab"), ("▁ab".into(), vec![(0, 0), (0, 1), (1, 2)]));
+        assert_eq!(run(p, "ab"), ("▁ab".into(), vec![(0, 1), (0, 1), (1, 2)]));
         assert_eq!(run(p, "").0, "");
     }
 
@@ -1145,7 +1150,7 @@ mod tests {
         let seq = r#"{"type":"Sequence","normalizers":[{"type":"NFKD"},{"type":"StripAccents"},{"type":"Lowercase"},{"type":"Prepend","prepend":"▁"}]}"#;
         assert_eq!(
             run(seq, "Éﬁ"),
-            ("▁efi".into(), vec![(0, 0), (0, 2), (2, 5), (2, 5)])
+            ("▁efi".into(), vec![(0, 2), (0, 2), (2, 5), (2, 5)])
         );
     }
 

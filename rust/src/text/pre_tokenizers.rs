@@ -424,7 +424,14 @@ fn metaspace(
             let start = out.as_str().len();
             let starts_text = index == 0 && text_start && range.start == 0;
             if takes_prefix(&s[range.clone()], replacement, prepend, starts_text) {
-                out.push(replacement, src.insertion_span(range.start));
+                // The span of the piece's first character, as Hugging
+                // Face's (a token of the prefix alone then has text).
+                let span = if range.start == range.end {
+                    src.insertion_span(range.start)
+                } else {
+                    src.span_at(range.start)
+                };
+                out.push(replacement, span);
             }
             let mut copied = range.start;
             for (i, _) in s[range.clone()].match_indices(' ') {

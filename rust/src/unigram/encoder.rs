@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 
 use super::piece_trie::NO_PIECE;
 use super::{PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
+use crate::model::SAME_SPAN;
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
 const UNK_PENALTY: f32 = 10.0;
@@ -97,10 +98,13 @@ impl UnigramModel {
                         at += self.pieces[id as usize].text.len() as u32;
                         ends.push(at);
                     } else if self.byte_pieces.is_some() {
-                        for _ in 0..original_len(&bytes[begin..end], space_extra) {
+                        // Each byte of an unknown run covers the whole run
+                        // (as in Hugging Face's tokenizers).
+                        let len = original_len(&bytes[begin..end], space_extra) as u32;
+                        at += len;
+                        for i in 0..len {
                             ids.next();
-                            at += 1;
-                            ends.push(at);
+                            ends.push(if i == 0 { at } else { at | SAME_SPAN });
                         }
                     } else {
                         ids.next();

@@ -1,0 +1,1342 @@
+//! Hugging Face's `tokenizer.json`, both ways.
+//!
+//! polytok's components carry Hugging Face's names and fields where a step
+//! exists there, so most of a pipeline passes through as it is. What needs
+//! translating:
+//! - byte-level BPE: polytok's model works on bytes and merges by the rank
+//!   of the token a pair makes (tiktoken's rule); Hugging Face's works on
+//!   the printable byte alphabet (`ByteLevel` pre-tokenizer) and merges by
+//!   the rank of the pair. The two agree when each token that merging can
+//!   make has one merge, listed in the order of the tokens' ids, and
+//!   `ignore_merges` is on (a piece that is a token is that token, as in
+//!   tiktoken). Writing, polytok lists the last merge of each token (what
+//!   BPE does on the token's own bytes); reading, it checks that the file's
+//!   merges are exactly those, so a file whose merges follow another order
+//!   is refused rather than encoded differently. polytok's `Pattern` is
+//!   `Split` (its regex, `Isolated`) followed by `ByteLevel` without regex.
+//! - special tokens: Hugging Face's added tokens are recognized in every
+//!   call; a tokenizer read from a file does the same
+//!   (`always_special`). Added tokens with `lstrip`, `rstrip`,
+//!   `single_word` or matched after normalization, and added tokens that
+//!   are not special, are refused by name (polytok matches special tokens
+//!   in the text as given).
+//! - SentencePiece's `remove_extra_whitespaces` (`RemoveExtraWhitespaces`)
+//!   is written as three regex `Replace` steps.
+//! - Unigram: piece kinds are not in the format: control pieces are written
+//!   as special added tokens (as `transformers`' converters do) and read
+//!   back as control pieces; `<0xNN>` pieces are bytes with byte fallback.
+//!
+//! A component or setting polytok does not have is an error naming it and
+//! its place in the file (`pre_tokenizer.pretokenizers[1]: ...`), never a
+//! tokenizer that encodes differently.
+
+use serde_json::{json, Map, Value};
+
+use crate::bpe::BpeModel;
+use crate::byte_alphabet;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::model_file::damaged;
+use crate::processors::PostProcessor;
+use crate::text::bert::BertNormalizer;
+use crate::text::pattern::Pattern;
+use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
+use crate::tokenizer::PipelineSpec;
+use crate::unigram::{Piece, PieceKind, UnigramModel, Whitespace};
+use crate::wordpiece::{WordPieceModel, WordPieceSettings};
+
+// ------------------------------------------------------------------ writing
+
+/// How an unused id of a byte-level vocabulary is written (`<unused 7>`).
+const UNUSED_ID: &str = "<unused";
+
+/// `model` with the pipeline `spec` as a `tokenizer.json` document; an
+/// error names what Hugging Face's format cannot express.
+pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
+    let cannot = |what: String| {
+        Error::invalid(format!(
+            "cannot be written as a Hugging Face tokenizer.json: {what} (save it as polytok JSON, .polytok, instead)"
+        ))
+    };
+    let normalizer = spec
+        .normalizer
+        .as_ref()
+        .map(|n| export_normalizer(n, "normalizer").map_err(cannot))
+        .transpose()?;
+    let pre_tokenizer = spec
+        .pre_tokenizer
+        .as_ref()
+        .map(export_pre_tokenizer)
+        .transpose()
+        .map_err(cannot)?
+        .flatten();
+    let (pre_tokenizer, model_json, extra_added) = match model {
+        Model::Bpe(m) => {
+            let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false});
+            let pre_tokenizer = Some(match pre_tokenizer {
+                None => byte_level,
+                Some(p) => json!({"type": "Sequence", "pretokenizers": [p, byte_level]}),
+            });
+            (pre_tokenizer, export_bpe(m).map_err(cannot)?, Vec::new())
+        }
+        Model::WordPiece(m) => (pre_tokenizer, export_wordpiece(m), Vec::new()),
+        Model::Unigram(m) => {
+            let (json, control) = export_unigram(m).map_err(cannot)?;
+            (pre_tokenizer, json, control)
+        }
+    };
+    let decoder = match (&spec.decoder, model) {
+        (Some(d), _) => Some(d.clone()),
+        // The Unigram preset decodes with the model's own rules; the
+        // nearest steps of Hugging Face's (its converters' choice).
+        (None, Model::Unigram(m)) => Some(unigram_decoder(m)),
+        (None, _) => None,
+    };
+    // Added tokens: the pipeline's special tokens, the template's, and the
+    // model's control pieces, by id.
+    let mut added: Vec<(String, u32)> = spec.special_tokens.clone();
+    if let Some(PostProcessor::TemplateProcessing { special_tokens, .. }) = &spec.post_processor {
+        for token in special_tokens.values() {
+            if let [id] = token.ids[..] {
+                added.push((token.id.clone(), id));
+            }
+        }
+    }
+    added.extend(extra_added);
+    added.sort_by_key(|(_, id)| *id);
+    added.dedup_by_key(|(_, id)| *id);
+    let added_tokens: Vec<Value> = added
+        .iter()
+        .map(|(content, id)| {
+            json!({
+                "id": id, "content": content, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": false, "special": true,
+            })
+        })
+        .collect();
+    let document = json!({
+        "version": "1.0",
+        "truncation": spec.truncation,
+        "padding": spec.padding,
+        "added_tokens": added_tokens,
+        "normalizer": normalizer,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": spec.post_processor,
+        "decoder": decoder,
+        "model": model_json,
+    });
+    Ok(serde_json::to_string_pretty(&document).expect("JSON values serialize"))
+}
+
+/// polytok's normalizer steps that Hugging Face lacks are written as its
+/// steps where that is exact, else refused.
+fn export_normalizer(step: &Value, place: &str) -> std::result::Result<Value, String> {
+    let kind = step["type"].as_str().unwrap_or_default();
+    Ok(match kind {
+        "Sequence" => {
+            let steps = step["normalizers"].as_array().cloned().unwrap_or_default();
+            let steps = steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| export_normalizer(s, &format!("{place}.normalizers[{i}]")))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            json!({"type": "Sequence", "normalizers": steps})
+        }
+        "RemoveExtraWhitespaces" => {
+            // Leading spaces, then trailing ones (with a `▁` among them
+            // when asked), then runs inside.
+            let trailing = if step["trailing_metaspace"].as_bool() == Some(true) {
+                "[ \u{2581}]+\\z"
+            } else {
+                " +\\z"
+            };
+            let replace = |regex: &str, content: &str| json!({"type": "Replace", "pattern": {"Regex": regex}, "content": content});
+            json!({"type": "Sequence", "normalizers": [
+                replace("\\A +", ""), replace(trailing, ""), replace(" {2,}", " "),
+            ]})
+        }
+        "HalfWidth" | "FullWidth" | "Whitespace" | "RemoveControl" => {
+            return Err(format!(
+                "{place}: the normalizer {kind} has no counterpart in Hugging Face's tokenizers"
+            ))
+        }
+        _ => step.clone(),
+    })
+}
+
+/// The pre-tokenizer in Hugging Face's form; `None` for one that does
+/// nothing (the pattern `none`).
+fn export_pre_tokenizer(spec: &PreTokenizerSpec) -> std::result::Result<Option<Value>, String> {
+    Ok(Some(match spec {
+        PreTokenizerSpec::Pattern { pattern } => {
+            let pattern = Pattern::parse(pattern).map_err(|e| e.to_string())?;
+            let Some(regex) = pattern.regex() else {
+                return Ok(None);
+            };
+            json!({"type": "Split", "pattern": {"Regex": onig_regex(regex)?}, "behavior": "Isolated", "invert": false})
+        }
+        PreTokenizerSpec::Punctuation => json!({"type": "Punctuation", "behavior": "Isolated"}),
+        PreTokenizerSpec::Sequence { pretokenizers } => {
+            let steps: Vec<Value> = pretokenizers
+                .iter()
+                .map(export_pre_tokenizer)
+                .collect::<std::result::Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+                .collect();
+            json!({"type": "Sequence", "pretokenizers": steps})
+        }
+        other => serde_json::to_value(other).expect("specs serialize"),
+    }))
+}
+
+fn export_bpe(model: &BpeModel) -> std::result::Result<Value, String> {
+    let merges = model.merge_list().ok_or(
+        "the BPE model's ranks do not follow its merges (Hugging Face's BPE merges by the rank of the pair, tiktoken's by the rank of the token)",
+    )?;
+    let vocab = model.vocab();
+    let name = |id: u32| byte_alphabet::encode(vocab.bytes(id));
+    let mut tokens: Map<String, Value> = (0..vocab.len() as u32)
+        .map(|id| (name(id), json!(id)))
+        .collect();
+    // Hugging Face numbers added tokens that its model lacks from the end
+    // of the model's vocabulary on, ignoring the ids in the file: the
+    // special tokens go in the vocabulary at their ids, and the ids no
+    // token has (cl100k's 100256) as tokens with a space, which no
+    // byte-level piece can be.
+    let special: Vec<(&str, u32)> = model.special_tokens().iter().collect();
+    for id in vocab.len() as u32..model.vocab_size() as u32 {
+        let text = match special.iter().find(|&&(_, s)| s == id) {
+            Some(&(text, _)) => text.to_owned(),
+            None => format!("{UNUSED_ID} {id}>"),
+        };
+        tokens.insert(text, json!(id));
+    }
+    let merges: Vec<Value> = merges
+        .iter()
+        .map(|&(left, right)| json!([name(left), name(right)]))
+        .collect();
+    Ok(json!({
+        "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+        "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+        "ignore_merges": true, "vocab": tokens, "merges": merges,
+    }))
+}
+
+fn export_wordpiece(model: &WordPieceModel) -> Value {
+    let settings = model.settings();
+    let vocab: Map<String, Value> = (0..model.vocab().len() as u32)
+        .map(|id| (model.token(id).expect("in range").to_owned(), json!(id)))
+        .collect();
+    json!({
+        "type": "WordPiece",
+        "unk_token": settings.unk_token,
+        "continuing_subword_prefix": settings.continuing_subword_prefix,
+        "max_input_chars_per_word": settings.max_input_chars_per_word,
+        "vocab": vocab,
+    })
+}
+
+/// The model, and its control pieces (written as added tokens).
+fn export_unigram(
+    model: &UnigramModel,
+) -> std::result::Result<(Value, Vec<(String, u32)>), String> {
+    let mut control = Vec::new();
+    let mut vocab = Vec::with_capacity(model.pieces().len());
+    for (id, piece) in model.pieces().iter().enumerate() {
+        match piece.kind {
+            PieceKind::Control => control.push((piece.text.clone(), id as u32)),
+            PieceKind::UserDefined | PieceKind::Unused => {
+                return Err(format!(
+                    "piece {id} ({:?}) is {}: Hugging Face's Unigram has no such pieces",
+                    piece.text,
+                    if piece.kind == PieceKind::Unused {
+                        "unused"
+                    } else {
+                        "user-defined"
+                    }
+                ))
+            }
+            _ => {}
+        }
+        vocab.push(json!([piece.text, piece.score]));
+    }
+    let json = json!({
+        "type": "Unigram",
+        "unk_id": model.unk_id(),
+        "vocab": vocab,
+        "byte_fallback": model.byte_fallback(),
+    });
+    Ok((json, control))
+}
+
+/// SentencePiece's decoding in Hugging Face's steps: `▁` back to spaces,
+/// byte pieces to bytes, the dummy prefix's space dropped.
+fn unigram_decoder(model: &UnigramModel) -> Value {
+    let ws = model.whitespace();
+    let prefix = ws.add_dummy_prefix && !ws.as_suffix;
+    if !model.byte_fallback() {
+        let scheme = if prefix { "always" } else { "never" };
+        return json!({"type": "Metaspace", "replacement": "\u{2581}", "prepend_scheme": scheme, "split": true});
+    }
+    let mut steps = vec![
+        json!({"type": "Replace", "pattern": {"String": "\u{2581}"}, "content": " "}),
+        json!({"type": "ByteFallback"}),
+        json!({"type": "Fuse"}),
+    ];
+    if prefix {
+        steps.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
+    }
+    json!({"type": "Sequence", "decoders": steps})
+}
+
+// ------------------------------------------------------------------ reading
+
+/// A tokenizer read from a `tokenizer.json` document: the model and its
+/// pipeline (special tokens recognized in every call, as Hugging Face
+/// does).
+pub fn import(text: &str, source: &str) -> Result<(Model, PipelineSpec)> {
+    let document: Value = serde_json::from_str(text).map_err(|e| {
+        let what = if e.is_eof() {
+            "is truncated"
+        } else {
+            "is not valid JSON"
+        };
+        damaged(source, format!("{what} ({e})"))
+    })?;
+    Reader { source }.read(&document)
+}
+
+struct Reader<'s> {
+    source: &'s str,
+}
+
+/// Fields of a component: each read with its place in the file named.
+struct Fields<'v> {
+    object: &'v Map<String, Value>,
+    place: String,
+}
+
+impl Reader<'_> {
+    fn error(&self, place: &str, what: impl std::fmt::Display) -> Error {
+        damaged(self.source, format!("{place}: {what}"))
+    }
+
+    fn unsupported(&self, place: &str, kind: &str, what: &str) -> Error {
+        self.error(
+            place,
+            format!("the {what} {kind:?} is not supported by polytok"),
+        )
+    }
+
+    fn fields<'v>(&self, value: &'v Value, place: &str) -> Result<Fields<'v>> {
+        match value.as_object() {
+            Some(object) => Ok(Fields {
+                object,
+                place: place.to_owned(),
+            }),
+            None => Err(self.error(place, format!("expected an object, found {value}"))),
+        }
+    }
+
+    fn read(&self, document: &Value) -> Result<(Model, PipelineSpec)> {
+        let top = self.fields(document, "the file")?;
+        if top.object.get("model").is_none_or(|m| !m.is_object()) {
+            return Err(damaged(
+                self.source,
+                "not a Hugging Face tokenizer.json (no \"model\" object)",
+            ));
+        }
+        for key in top.object.keys() {
+            if !matches!(
+                key.as_str(),
+                "version"
+                    | "truncation"
+                    | "padding"
+                    | "added_tokens"
+                    | "normalizer"
+                    | "pre_tokenizer"
+                    | "post_processor"
+                    | "decoder"
+                    | "model"
+            ) {
+                return Err(self.error(key, "unknown field of a tokenizer.json"));
+            }
+        }
+        let special_tokens = self.added_tokens(document.get("added_tokens"))?;
+        let normalizer = present(document.get("normalizer"))
+            .map(|n| self.normalizer(n, "normalizer"))
+            .transpose()?;
+        let (pre_tokenizer, byte_level) = match present(document.get("pre_tokenizer")) {
+            Some(p) => self.pre_tokenizer(p)?,
+            None => (None, false),
+        };
+        let post_processor = present(document.get("post_processor"))
+            .map(|p| self.post_processor(p, "post_processor"))
+            .transpose()?
+            .flatten();
+        let decoder = present(document.get("decoder"))
+            .map(|d| self.decoder(d, "decoder"))
+            .transpose()?;
+        let truncation = present(document.get("truncation"))
+            .map(|t| serde_json::from_value(t.clone()).map_err(|e| self.error("truncation", e)))
+            .transpose()?;
+        let padding = present(document.get("padding"))
+            .map(|p| serde_json::from_value(p.clone()).map_err(|e| self.error("padding", e)))
+            .transpose()?;
+        let model_json = &document["model"];
+        let kind = model_json["type"].as_str().unwrap_or_default();
+        let (model, special_tokens) = match kind {
+            "BPE" => {
+                if !byte_level {
+                    return Err(self.error(
+                        "model",
+                        "a BPE model without the ByteLevel pre-tokenizer (character-level BPE, SentencePiece-style with byte fallback) is not supported by polytok",
+                    ));
+                }
+                // The model records its pattern (for a preset's steps).
+                let pattern = match &pre_tokenizer {
+                    Some(PreTokenizerSpec::Pattern { pattern }) => {
+                        Pattern::parse(pattern).map_err(|e| self.error("pre_tokenizer", e))?
+                    }
+                    _ => Pattern::Whole,
+                };
+                self.bpe(model_json, special_tokens, pattern)?
+            }
+            "WordPiece" => {
+                let model = self.wordpiece(model_json, normalizer.as_ref(), &special_tokens)?;
+                (model, special_tokens)
+            }
+            "Unigram" => {
+                let model = self.unigram(model_json, &special_tokens)?;
+                (model, special_tokens)
+            }
+            "" => return Err(self.error("model", "no \"type\"")),
+            other => return Err(self.unsupported("model", other, "model")),
+        };
+        if byte_level && kind != "BPE" {
+            return Err(self.error(
+                "pre_tokenizer",
+                "ByteLevel is supported with a BPE model only",
+            ));
+        }
+        let spec = PipelineSpec {
+            normalizer,
+            pre_tokenizer,
+            post_processor,
+            special_tokens,
+            truncation,
+            padding,
+            decoder,
+            always_special: true,
+        };
+        Ok((model, spec))
+    }
+
+    fn added_tokens(&self, value: Option<&Value>) -> Result<Vec<(String, u32)>> {
+        let Some(value) = present(value) else {
+            return Ok(Vec::new());
+        };
+        let Some(tokens) = value.as_array() else {
+            return Err(self.error("added_tokens", "expected a list"));
+        };
+        let mut out = Vec::with_capacity(tokens.len());
+        for (i, token) in tokens.iter().enumerate() {
+            let f = self.fields(token, &format!("added_tokens[{i}]"))?;
+            let content = f.string(self, "content")?;
+            let id = f.id(self, "id")?;
+            for flag in ["single_word", "lstrip", "rstrip", "normalized"] {
+                if f.flag(self, flag, false)? {
+                    return Err(self.error(
+                        &f.place,
+                        format!("the added token {content:?} has {flag}: true, which polytok does not support (it matches added tokens in the text as given)"),
+                    ));
+                }
+            }
+            if !f.flag(self, "special", false)? {
+                return Err(self.error(
+                    &f.place,
+                    format!("the added token {content:?} is not special, which polytok does not support (only special added tokens)"),
+                ));
+            }
+            out.push((content, id));
+        }
+        Ok(out)
+    }
+
+    /// A normalizer: Hugging Face's steps that polytok has (the same
+    /// names and fields), checked here so that an error names its place.
+    fn normalizer(&self, value: &Value, place: &str) -> Result<Value> {
+        let f = self.fields(value, place)?;
+        let kind = f.string(self, "type")?;
+        match kind.as_str() {
+            "Sequence" => {
+                let steps = f.list(self, "normalizers")?;
+                let steps = steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| self.normalizer(s, &format!("{place}.normalizers[{i}]")))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(json!({"type": "Sequence", "normalizers": steps}))
+            }
+            "NFC" | "NFD" | "NFKC" | "NFKD" | "Lowercase" | "StripAccents" | "Strip"
+            | "Replace" | "Prepend" | "BertNormalizer" => {
+                crate::text::normalizers::Normalizer::from_value(value)
+                    .map_err(|e| self.error(place, e))?;
+                Ok(value.clone())
+            }
+            other => Err(self.unsupported(place, other, "normalizer")),
+        }
+    }
+
+    /// The pre-tokenizer, and whether the text is byte-level (a `ByteLevel`
+    /// step, last).
+    fn pre_tokenizer(&self, value: &Value) -> Result<(Option<PreTokenizerSpec>, bool)> {
+        let place = "pre_tokenizer";
+        let f = self.fields(value, place)?;
+        let kind = f.string(self, "type")?;
+        if kind == "ByteLevel" {
+            return Ok((self.byte_level(&f)?, true));
+        }
+        if kind == "Sequence" {
+            let steps = f.list(self, "pretokenizers")?;
+            let last = steps.len().checked_sub(1);
+            let mut out = Vec::with_capacity(steps.len());
+            let mut byte_level = false;
+            for (i, step) in steps.iter().enumerate() {
+                let here = format!("{place}.pretokenizers[{i}]");
+                let g = self.fields(step, &here)?;
+                if g.string(self, "type")? == "ByteLevel" {
+                    if Some(i) != last {
+                        return Err(
+                            self.error(&here, "ByteLevel is supported as the last step only")
+                        );
+                    }
+                    byte_level = true;
+                    out.extend(self.byte_level(&g)?);
+                } else {
+                    out.push(self.pre_tokenizer_step(step, &here)?);
+                }
+            }
+            let spec = match out.len() {
+                0 => None,
+                1 => out.pop(),
+                _ => Some(PreTokenizerSpec::Sequence { pretokenizers: out }),
+            };
+            return Ok((spec, byte_level));
+        }
+        Ok((Some(self.pre_tokenizer_step(value, place)?), false))
+    }
+
+    /// `ByteLevel` as a pre-tokenizer: GPT-2's pattern if it splits (the
+    /// bytes themselves are the model's).
+    fn byte_level(&self, f: &Fields<'_>) -> Result<Option<PreTokenizerSpec>> {
+        f.only(
+            self,
+            &["type", "add_prefix_space", "trim_offsets", "use_regex"],
+        )?;
+        if f.flag(self, "add_prefix_space", true)? {
+            return Err(self.error(
+                &f.place,
+                "ByteLevel with add_prefix_space: true is not supported by polytok",
+            ));
+        }
+        Ok(f.flag(self, "use_regex", true)?
+            .then(|| PreTokenizerSpec::Pattern {
+                pattern: "gpt2".to_owned(),
+            }))
+    }
+
+    fn pre_tokenizer_step(&self, value: &Value, place: &str) -> Result<PreTokenizerSpec> {
+        let f = self.fields(value, place)?;
+        let kind = f.string(self, "type")?;
+        Ok(match kind.as_str() {
+            "Split" => {
+                f.only(self, &["type", "pattern", "behavior", "invert"])?;
+                let behavior = f.string(self, "behavior")?;
+                if behavior != "Isolated" || f.flag(self, "invert", false)? {
+                    return Err(self.error(
+                        place,
+                        format!("Split with behavior {behavior:?} (invert: {}) is not supported by polytok (only Isolated, not inverted)", f.flag(self, "invert", false)?),
+                    ));
+                }
+                let pattern = f.get(self, "pattern")?;
+                let pattern = match (pattern.get("Regex"), pattern.get("String")) {
+                    (Some(Value::String(r)), None) => match preset_of(r) {
+                        Some(name) => name,
+                        None => as_pattern_spec(
+                            from_onig_regex(r).map_err(|e| self.error(&format!("{place}.pattern"), e))?,
+                        ),
+                    },
+                    (None, Some(Value::String(s))) => as_pattern_spec(regex_syntax::escape(s)),
+                    _ => {
+                        return Err(self.error(
+                            place,
+                            format!("pattern must be {{\"Regex\": ...}} or {{\"String\": ...}}, not {pattern}"),
+                        ))
+                    }
+                };
+                PreTokenizerSpec::Pattern { pattern }
+            }
+            "Punctuation" => {
+                f.only(self, &["type", "behavior"])?;
+                let behavior = f
+                    .object
+                    .get("behavior")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Isolated");
+                if behavior != "Isolated" {
+                    return Err(self.error(
+                        place,
+                        format!("Punctuation with behavior {behavior:?} is not supported by polytok (only Isolated)"),
+                    ));
+                }
+                PreTokenizerSpec::Punctuation
+            }
+            "Metaspace" => {
+                f.only(
+                    self,
+                    &[
+                        "type",
+                        "replacement",
+                        "prepend_scheme",
+                        "split",
+                        "add_prefix_space",
+                        "str_rep",
+                    ],
+                )?;
+                let replacement = f.char(self, "replacement", '\u{2581}')?;
+                let prepend_scheme = self.prepend_scheme(&f)?;
+                let split = f.flag(self, "split", true)?;
+                PreTokenizerSpec::Metaspace {
+                    replacement,
+                    prepend_scheme,
+                    split,
+                }
+            }
+            "Sequence" => {
+                let steps = f.list(self, "pretokenizers")?;
+                PreTokenizerSpec::Sequence {
+                    pretokenizers: steps
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            let here = format!("{place}.pretokenizers[{i}]");
+                            if s["type"] == "ByteLevel" {
+                                return Err(self
+                                    .error(&here, "ByteLevel is supported as the last step only"));
+                            }
+                            self.pre_tokenizer_step(s, &here)
+                        })
+                        .collect::<Result<_>>()?,
+                }
+            }
+            "BertPreTokenizer" | "Whitespace" | "WhitespaceSplit" | "Digits" => {
+                serde_json::from_value(value.clone()).map_err(|e| self.error(place, e))?
+            }
+            other => return Err(self.unsupported(place, other, "pre-tokenizer")),
+        })
+    }
+
+    /// Metaspace's `prepend_scheme`, or the older `add_prefix_space`.
+    fn prepend_scheme(&self, f: &Fields<'_>) -> Result<PrependScheme> {
+        if let Some(scheme) = present(f.object.get("prepend_scheme")) {
+            return serde_json::from_value(scheme.clone())
+                .map_err(|e| self.error(&format!("{}.prepend_scheme", f.place), e));
+        }
+        Ok(if f.flag(self, "add_prefix_space", true)? {
+            PrependScheme::Always
+        } else {
+            PrependScheme::Never
+        })
+    }
+
+    /// The post-processor; `None` for steps that change nothing polytok
+    /// gives (`ByteLevel` without trimming offsets).
+    fn post_processor(&self, value: &Value, place: &str) -> Result<Option<PostProcessor>> {
+        let f = self.fields(value, place)?;
+        let kind = f.string(self, "type")?;
+        match kind.as_str() {
+            "ByteLevel" => {
+                f.only(
+                    self,
+                    &["type", "add_prefix_space", "trim_offsets", "use_regex"],
+                )?;
+                if f.flag(self, "trim_offsets", true)? {
+                    return Err(self.error(
+                        place,
+                        "ByteLevel with trim_offsets: true is not supported by polytok (its offsets keep the spaces)",
+                    ));
+                }
+                Ok(None)
+            }
+            "Sequence" => {
+                let steps = f.list(self, "processors")?;
+                let mut kept = Vec::new();
+                for (i, step) in steps.iter().enumerate() {
+                    kept.extend(self.post_processor(step, &format!("{place}.processors[{i}]"))?);
+                }
+                if kept.len() > 1 {
+                    return Err(
+                        self.error(place, "more than one template is not supported by polytok")
+                    );
+                }
+                Ok(kept.pop())
+            }
+            "TemplateProcessing" | "BertProcessing" | "RobertaProcessing" => {
+                let processor: PostProcessor =
+                    serde_json::from_value(value.clone()).map_err(|e| self.error(place, e))?;
+                if let PostProcessor::RobertaProcessing {
+                    trim_offsets: true, ..
+                } = processor
+                {
+                    return Err(self.error(
+                        place,
+                        "RobertaProcessing with trim_offsets: true is not supported by polytok",
+                    ));
+                }
+                Ok(Some(processor))
+            }
+            other => Err(self.unsupported(place, other, "post-processor")),
+        }
+    }
+
+    fn decoder(&self, value: &Value, place: &str) -> Result<Value> {
+        let f = self.fields(value, place)?;
+        let kind = f.string(self, "type")?;
+        let value = match kind.as_str() {
+            "Sequence" => {
+                let steps = f.list(self, "decoders")?;
+                let steps = steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| self.decoder(s, &format!("{place}.decoders[{i}]")))
+                    .collect::<Result<Vec<_>>>()?;
+                json!({"type": "Sequence", "decoders": steps})
+            }
+            "Metaspace" => {
+                let scheme = self.prepend_scheme(&f)?;
+                json!({
+                    "type": "Metaspace",
+                    "replacement": f.char(self, "replacement", '\u{2581}')?.to_string(),
+                    "prepend_scheme": scheme,
+                    "split": f.flag(self, "split", true)?,
+                })
+            }
+            "ByteLevel" | "WordPiece" | "ByteFallback" | "Fuse" | "Strip" | "Replace" => {
+                value.clone()
+            }
+            other => return Err(self.unsupported(place, other, "decoder")),
+        };
+        crate::decoders::Decoder::from_value(&value).map_err(|e| self.error(place, e))?;
+        Ok(value)
+    }
+
+    /// Byte-level BPE; added tokens beyond its vocabulary become the
+    /// model's special tokens too (the pipeline keeps them all).
+    fn bpe(
+        &self,
+        value: &Value,
+        special: Vec<(String, u32)>,
+        pattern: Pattern,
+    ) -> Result<(Model, Vec<(String, u32)>)> {
+        let place = "model";
+        let f = self.fields(value, place)?;
+        f.only(
+            self,
+            &[
+                "type",
+                "dropout",
+                "unk_token",
+                "continuing_subword_prefix",
+                "end_of_word_suffix",
+                "fuse_unk",
+                "byte_fallback",
+                "ignore_merges",
+                "vocab",
+                "merges",
+            ],
+        )?;
+        if present(f.object.get("dropout")).is_some() {
+            return Err(self.error(place, "BPE dropout is not supported by polytok"));
+        }
+        for setting in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if present(f.object.get(setting)).is_some_and(|v| v != "") {
+                return Err(self.error(
+                    place,
+                    format!("BPE with a {setting} is not supported by polytok"),
+                ));
+            }
+        }
+        if f.flag(self, "byte_fallback", false)? {
+            return Err(self.error(
+                place,
+                "byte-level BPE with byte_fallback is not supported by polytok",
+            ));
+        }
+        let mut tokens = self.vocab_in_id_order(f.get(self, "vocab")?, "model.vocab")?;
+        // The vocabulary's tail of added tokens and unused ids (as polytok
+        // writes special tokens, see `export_bpe`) are special tokens
+        // beyond the model's own.
+        let merged: std::collections::HashSet<&str> = f
+            .list(self, "merges")?
+            .iter()
+            .flat_map(|m| match m {
+                Value::String(s) => s.split(' ').collect::<Vec<_>>(),
+                Value::Array(pair) => pair.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let is_tail = |id: usize, text: &str| {
+            !merged.contains(text)
+                && (text.starts_with(UNUSED_ID) && text.contains(' ')
+                    || special.iter().any(|(t, i)| *i as usize == id && t == text))
+        };
+        while tokens.len() > 256 && is_tail(tokens.len() - 1, &tokens[tokens.len() - 1]) {
+            tokens.pop();
+        }
+        let tokens = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(id, text)| {
+                byte_alphabet::decode(&text).ok_or_else(|| {
+                    self.error(
+                        "model.vocab",
+                        format!("token {id} ({text:?}) is not in the byte-level alphabet"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n = tokens.len();
+        // Added tokens beyond the vocabulary are the model's special tokens.
+        let beyond: Vec<(String, u32)> = special
+            .iter()
+            .filter(|(_, id)| *id as usize >= n)
+            .cloned()
+            .collect();
+        let model =
+            BpeModel::new(tokens, pattern, beyond, None).map_err(|e| self.error(place, e))?;
+        // The file's merges must be the ones polytok's rule makes (see the
+        // module doc).
+        let expected = model.merge_list().ok_or_else(|| {
+            self.error("model.merges", "the vocabulary's ids do not follow its merges: polytok merges by the id of the token a pair makes")
+        })?;
+        let merges = f.list(self, "merges")?;
+        let model_merges = expected.clone();
+        let vocab = model.vocab();
+        let pair_of = |i: usize, merge: &Value| -> Result<(u32, u32)> {
+            let (left, right) = match merge {
+                Value::String(s) => s.split_once(' ').ok_or_else(|| {
+                    self.error(
+                        &format!("model.merges[{i}]"),
+                        format!("{s:?} is not two tokens"),
+                    )
+                })?,
+                Value::Array(pair) if pair.len() == 2 => match (&pair[0], &pair[1]) {
+                    (Value::String(l), Value::String(r)) => (l.as_str(), r.as_str()),
+                    _ => {
+                        return Err(
+                            self.error(&format!("model.merges[{i}]"), "expected two strings")
+                        )
+                    }
+                },
+                _ => return Err(self.error(&format!("model.merges[{i}]"), "expected two tokens")),
+            };
+            let id = |token: &str| {
+                byte_alphabet::decode(token)
+                    .and_then(|bytes| vocab.id(&bytes))
+                    .ok_or_else(|| {
+                        self.error(
+                            &format!("model.merges[{i}]"),
+                            format!("{token:?} is not in the vocabulary"),
+                        )
+                    })
+            };
+            Ok((id(left)?, id(right)?))
+        };
+        for (i, merge) in merges.iter().enumerate() {
+            let pair = pair_of(i, merge)?;
+            if expected.get(i) != Some(&pair) {
+                let made = [vocab.bytes(pair.0), vocab.bytes(pair.1)].concat();
+                return Err(self.error(
+                    &format!("model.merges[{i}]"),
+                    match vocab.id(&made) {
+                        None => "the merge makes no token of the vocabulary".to_owned(),
+                        Some(_) => "the merges are not in the order of the ids of the tokens they make (polytok merges by that id), or a token has more than one merge".to_owned(),
+                    },
+                ));
+            }
+        }
+        if merges.len() != expected.len() {
+            let missing = expected[merges.len()..][0];
+            let token = [vocab.bytes(missing.0), vocab.bytes(missing.1)].concat();
+            return Err(self.error(
+                "model.merges",
+                format!(
+                    "no merge makes the token {:?}, which polytok's rule makes",
+                    byte_alphabet::encode(&token)
+                ),
+            ));
+        }
+        if !f.flag(self, "ignore_merges", false)? {
+            // Without ignore_merges a piece that is a token no merge makes
+            // stays in parts; polytok's rule takes the token. They agree
+            // unless such a token can be a piece: only added tokens, which
+            // are found before pre-tokenization, are safe.
+            if let Some(id) = model.unreachable_tokens().find(|&id| {
+                !special
+                    .iter()
+                    .any(|(text, _)| text.as_bytes() == vocab.bytes(id))
+            }) {
+                return Err(self.error(
+                    "model",
+                    format!(
+                        "ignore_merges is false and no merge makes the token {id} ({:?}), which polytok would give for a piece that is exactly it",
+                        byte_alphabet::encode(vocab.bytes(id))
+                    ),
+                ));
+            }
+        }
+        let model = model.with_merges(model_merges);
+        Ok((Model::Bpe(std::sync::Arc::new(model)), special))
+    }
+
+    fn wordpiece(
+        &self,
+        value: &Value,
+        normalizer: Option<&Value>,
+        special: &[(String, u32)],
+    ) -> Result<Model> {
+        let place = "model";
+        let f = self.fields(value, place)?;
+        f.only(
+            self,
+            &[
+                "type",
+                "unk_token",
+                "continuing_subword_prefix",
+                "max_input_chars_per_word",
+                "vocab",
+            ],
+        )?;
+        let tokens = self.vocab_in_id_order(f.get(self, "vocab")?, "model.vocab")?;
+        let defaults = WordPieceSettings::default();
+        let mut settings = WordPieceSettings {
+            unk_token: f.string(self, "unk_token")?,
+            continuing_subword_prefix: f
+                .object
+                .get("continuing_subword_prefix")
+                .and_then(Value::as_str)
+                .unwrap_or("##")
+                .to_owned(),
+            max_input_chars_per_word: f
+                .object
+                .get("max_input_chars_per_word")
+                .and_then(Value::as_u64)
+                .unwrap_or(100) as usize,
+            // The model's record of its normalization: the file's BERT
+            // normalizer, if it has one (the pipeline runs the file's).
+            normalizer: bert_normalizer(normalizer).unwrap_or(defaults.normalizer),
+            special_tokens: Vec::new(),
+        };
+        // The added tokens of the vocabulary are the model's special tokens.
+        settings.special_tokens = special
+            .iter()
+            .filter(|(text, id)| tokens.get(*id as usize) == Some(text))
+            .map(|(text, _)| text.clone())
+            .collect();
+        let model = WordPieceModel::new(tokens, settings).map_err(|e| self.error(place, e))?;
+        Ok(Model::WordPiece(std::sync::Arc::new(model)))
+    }
+
+    fn unigram(&self, value: &Value, special: &[(String, u32)]) -> Result<Model> {
+        let place = "model";
+        let f = self.fields(value, place)?;
+        f.only(self, &["type", "unk_id", "vocab", "byte_fallback"])?;
+        let byte_fallback = f.flag(self, "byte_fallback", false)?;
+        let unk = match present(f.object.get("unk_id")) {
+            None => None,
+            Some(_) => Some(f.id(self, "unk_id")?),
+        };
+        let entries = f.list(self, "vocab")?;
+        let mut pieces = Vec::with_capacity(entries.len());
+        for (id, entry) in entries.iter().enumerate() {
+            let here = || format!("model.vocab[{id}]");
+            let (text, score) = match entry.as_array().map(Vec::as_slice) {
+                Some([Value::String(text), score]) => (text.clone(), score.as_f64()),
+                _ => {
+                    return Err(self.error(&here(), format!("expected [piece, score], not {entry}")))
+                }
+            };
+            let score =
+                score.ok_or_else(|| self.error(&here(), "the score is not a number"))? as f32;
+            let kind = if unk == Some(id as u32) {
+                PieceKind::Unknown
+            } else if byte_fallback && is_byte_piece(&text) {
+                PieceKind::Byte
+            } else if special.iter().any(|(t, i)| *i == id as u32 && *t == text) {
+                PieceKind::Control
+            } else {
+                PieceKind::Normal
+            };
+            pieces.push(Piece { text, score, kind });
+        }
+        if let Some(unk) = unk.filter(|&u| u as usize >= pieces.len()) {
+            return Err(self.error(
+                "model.unk_id",
+                format!("{unk} is beyond the {} pieces", pieces.len()),
+            ));
+        }
+        if let Some((text, id)) = special.iter().find(|(_, id)| *id as usize >= pieces.len()) {
+            return Err(self.error(
+                "added_tokens",
+                format!("the added token {text:?} (id {id}) is beyond the Unigram vocabulary, which polytok does not support"),
+            ));
+        }
+        let model = UnigramModel::new(pieces, byte_fallback, Whitespace::default())
+            .map_err(|e| self.error(place, e))?;
+        Ok(Model::Unigram(std::sync::Arc::new(model)))
+    }
+
+    /// A `{token: id}` map as the tokens in id order; the ids must be
+    /// `0..n`, each once.
+    fn vocab_in_id_order(&self, value: &Value, place: &str) -> Result<Vec<String>> {
+        let Some(map) = value.as_object() else {
+            return Err(self.error(place, "expected an object of token: id"));
+        };
+        let mut tokens: Vec<Option<String>> = vec![None; map.len()];
+        for (token, id) in map {
+            let id = id
+                .as_u64()
+                .filter(|&id| (id as usize) < map.len())
+                .ok_or_else(|| {
+                    self.error(
+                        place,
+                        format!("token {token:?} has id {id}: ids must be 0..{}", map.len()),
+                    )
+                })?;
+            if let Some(other) = tokens[id as usize].replace(token.clone()) {
+                return Err(self.error(
+                    place,
+                    format!("tokens {other:?} and {token:?} have the same id {id}"),
+                ));
+            }
+        }
+        Ok(tokens
+            .into_iter()
+            .map(|t| t.expect("ids 0..n, each once"))
+            .collect())
+    }
+}
+
+impl Fields<'_> {
+    fn get(&self, r: &Reader<'_>, key: &str) -> Result<&Value> {
+        present(self.object.get(key))
+            .ok_or_else(|| r.error(&self.place, format!("missing field `{key}`")))
+    }
+
+    fn string(&self, r: &Reader<'_>, key: &str) -> Result<String> {
+        match self.get(r, key)? {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(r.error(
+                &self.place,
+                format!("`{key}` must be a string, not {other}"),
+            )),
+        }
+    }
+
+    fn id(&self, r: &Reader<'_>, key: &str) -> Result<u32> {
+        let value = self.get(r, key)?;
+        value
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| r.error(&self.place, format!("`{key}` must be an id, not {value}")))
+    }
+
+    fn flag(&self, r: &Reader<'_>, key: &str, default: bool) -> Result<bool> {
+        match present(self.object.get(key)) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(r.error(
+                &self.place,
+                format!("`{key}` must be true or false, not {other}"),
+            )),
+        }
+    }
+
+    fn char(&self, r: &Reader<'_>, key: &str, default: char) -> Result<char> {
+        match present(self.object.get(key)) {
+            None => Ok(default),
+            Some(Value::String(s)) if s.chars().count() == 1 => Ok(s.chars().next().expect("one")),
+            Some(other) => Err(r.error(
+                &self.place,
+                format!("`{key}` must be one character, not {other}"),
+            )),
+        }
+    }
+
+    fn list(&self, r: &Reader<'_>, key: &str) -> Result<&Vec<Value>> {
+        match self.get(r, key)? {
+            Value::Array(items) => Ok(items),
+            other => Err(r.error(&self.place, format!("`{key}` must be a list, not {other}"))),
+        }
+    }
+
+    /// Refuses fields polytok would ignore.
+    fn only(&self, r: &Reader<'_>, known: &[&str]) -> Result<()> {
+        match self.object.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(key) => Err(r.error(
+                &self.place,
+                format!("unknown field `{key}` (polytok knows {})", known.join(", ")),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `None` for an absent field or `null`.
+fn present(value: Option<&Value>) -> Option<&Value> {
+    value.filter(|v| !v.is_null())
+}
+
+/// The preset (tiktoken's pattern) that a `Split` regex is, as polytok
+/// writes it or as tiktoken has it: polytok's hand-written scanners run
+/// those.
+fn preset_of(regex: &str) -> Option<String> {
+    ["gpt2", "cl100k", "o200k"].into_iter().find_map(|name| {
+        let preset = Pattern::parse(name).ok()?.regex()?.to_owned();
+        let same = regex == preset || onig_regex(&preset).is_ok_and(|r| r == regex);
+        same.then(|| name.to_owned())
+    })
+}
+
+/// A regex as polytok's pattern spec: one that reads as a preset's name
+/// (letters only, or `none`) is grouped, so that it stays a regex.
+fn as_pattern_spec(regex: String) -> String {
+    match Pattern::parse(&regex) {
+        Ok(Pattern::Regex(_)) => regex,
+        _ => format!("(?:{regex})"),
+    }
+}
+
+/// A regex in the Oniguruma dialect of Hugging Face's `Split`. One
+/// construct reads differently there: `X{n,m}+` is possessive for polytok
+/// (as in tiktoken's patterns) but a repetition of `X{n,m}` for Oniguruma,
+/// so it is written as an atomic group, `(?>X{n,m})`.
+fn onig_regex(regex: &str) -> std::result::Result<String, String> {
+    rewrite_counted_plus(regex, &|atom, count| format!("(?>{atom}{count})"))
+}
+
+/// The inverse of [`onig_regex`]: Oniguruma's `X{n,m}+` is `(?:X{n,m})+`.
+fn from_onig_regex(regex: &str) -> std::result::Result<String, String> {
+    rewrite_counted_plus(regex, &|atom, count| format!("(?:{atom}{count})+"))
+}
+
+/// Rewrites each `ATOM{n,m}+` of `regex` with `rewrite(ATOM, "{n,m}")`.
+fn rewrite_counted_plus(
+    regex: &str,
+    rewrite: &dyn Fn(&str, &str) -> String,
+) -> std::result::Result<String, String> {
+    let chars: Vec<char> = regex.chars().collect();
+    let mut out = String::with_capacity(regex.len());
+    // Where each atom written so far starts in `out`, to wrap the last.
+    let mut atom_start = 0;
+    let mut i = 0;
+    let unclosed = || format!("the regex {regex:?} is not closed");
+    while i < chars.len() {
+        let start = i;
+        match chars[i] {
+            '\\' => {
+                i += 2;
+                // \p{..}, \P{..}, \x{..}: the braces belong to the escape.
+                if matches!(chars.get(start + 1), Some('p' | 'P' | 'x'))
+                    && chars.get(i) == Some(&'{')
+                {
+                    i = chars[i..]
+                        .iter()
+                        .position(|&c| c == '}')
+                        .map(|p| i + p + 1)
+                        .ok_or_else(unclosed)?;
+                }
+            }
+            '[' => {
+                i += 1;
+                if chars.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                if chars.get(i) == Some(&']') {
+                    i += 1;
+                }
+                let mut depth = 1;
+                while depth > 0 {
+                    match chars.get(i) {
+                        None => return Err(unclosed()),
+                        Some('\\') => i += 1,
+                        Some('[') => depth += 1,
+                        Some(']') => depth -= 1,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            '(' => {
+                // A group: find its end, rewriting inside it.
+                let mut depth = 0;
+                let mut j = i;
+                loop {
+                    match chars.get(j) {
+                        None => return Err(unclosed()),
+                        Some('\\') => j += 1,
+                        Some('[') => {
+                            j += 1;
+                            while chars.get(j).is_some_and(|&c| c != ']') {
+                                if chars[j] == '\\' {
+                                    j += 1;
+                                }
+                                j += 1;
+                            }
+                        }
+                        Some('(') => depth += 1,
+                        Some(')') => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                let inner: String = chars[i + 1..j].iter().collect();
+                atom_start = out.len();
+                out.push('(');
+                out.push_str(&rewrite_counted_plus(&inner, rewrite)?);
+                out.push(')');
+                i = j + 1;
+                continue;
+            }
+            '{' => {
+                // A count after the last atom, possibly with `+`.
+                let end = chars[i..].iter().position(|&c| c == '}').map(|p| i + p + 1);
+                let count: Option<String> = end.map(|e| chars[i..e].iter().collect());
+                if let (Some(end), Some(count)) = (end, count) {
+                    let digits = count[1..count.len() - 1]
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == ',');
+                    if digits && chars.get(end) == Some(&'+') {
+                        let atom = out.split_off(atom_start);
+                        out.push_str(&rewrite(&atom, &count));
+                        i = end + 1;
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+        let piece: String = chars[start..i.min(chars.len())].iter().collect();
+        if !matches!(chars[start], '{' | '*' | '+' | '?' | '|') {
+            atom_start = out.len();
+        }
+        out.push_str(&piece);
+    }
+    Ok(out)
+}
+
+/// `<0xNN>`, upper-case hex.
+fn is_byte_piece(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 6
+        && b.starts_with(b"<0x")
+        && b[5] == b'>'
+        && b[3..5]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
+}
+
+/// The settings of a `BertNormalizer` step (alone, or first in a sequence).
+fn bert_normalizer(normalizer: Option<&Value>) -> Option<BertNormalizer> {
+    let step = normalizer?;
+    let step = if step["type"] == "Sequence" {
+        step["normalizers"].get(0)?
+    } else {
+        step
+    };
+    match crate::text::normalizers::Normalizer::from_value(step).ok()? {
+        crate::text::normalizers::Normalizer::BertNormalizer {
+            clean_text,
+            handle_chinese_chars,
+            strip_accents,
+            lowercase,
+        } => Some(BertNormalizer {
+            clean_text,
+            handle_chinese_chars,
+            strip_accents: strip_accents.unwrap_or(lowercase),
+            lowercase,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_possessive_repetitions_are_rewritten_for_oniguruma() {
+        let cl100k = Pattern::Cl100k.regex().unwrap();
+        let onig = onig_regex(cl100k).unwrap();
+        assert!(onig.contains(r"(?>\p{N}{1,3})") && !onig.contains("{1,3}+"));
+        assert_eq!(preset_of(&onig).as_deref(), Some("cl100k"));
+        assert_eq!(preset_of(cl100k).as_deref(), Some("cl100k"));
+        // Oniguruma's `X{n,m}+` repeats `X{n,m}`.
+        assert_eq!(from_onig_regex(r"[ab]{2}+c").unwrap(), r"(?:[ab]{2})+c");
+        assert_eq!(from_onig_regex(r"(x|y){1,3}+").unwrap(), r"(?:(x|y){1,3})+");
+        assert_eq!(
+            onig_regex(r"\p{L}{1,3}+|a++").unwrap(),
+            r"(?>\p{L}{1,3})|a++"
+        );
+        assert_eq!(onig_regex(r"a{2}").unwrap(), "a{2}");
+        assert!(onig_regex("(a").is_err());
+    }
+
+    #[test]
+    fn presets_survive_a_round_trip() {
+        // 256 bytes, "ab", then a special token past two unused ids.
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.push(b"ab".to_vec());
+        let special = vec![("<|end|>".to_owned(), 259)];
+        let bpe = BpeModel::new(tokens, Pattern::Cl100k, special, None).unwrap();
+        let bpe = Model::Bpe(std::sync::Arc::new(bpe));
+        let wordpiece = WordPieceModel::new(
+            ["[UNK]", "[CLS]", "[SEP]", "a", "##b"]
+                .map(str::to_owned)
+                .to_vec(),
+            WordPieceSettings::default(),
+        )
+        .unwrap();
+        for model in [bpe, Model::WordPiece(std::sync::Arc::new(wordpiece))] {
+            let spec = crate::presets::preset_spec(&model);
+            let json = export(&model, &spec).unwrap();
+            let (again, read) = import(&json, "t.json").unwrap();
+            assert_eq!(read.pre_tokenizer, spec.pre_tokenizer);
+            assert_eq!(read.special_tokens, spec.special_tokens);
+            assert!(read.always_special);
+            assert_eq!(again.vocab_size(), model.vocab_size());
+        }
+    }
+
+    #[test]
+    fn damaged_documents_are_named() {
+        let err = |json: &str| import(json, "x.json").err().unwrap().to_string();
+        assert!(err("{").contains("x.json: is truncated"));
+        assert!(err("[1]").contains("x.json: the file: expected an object"));
+        assert!(err("{}").contains("not a Hugging Face tokenizer.json"));
+        assert!(err(r#"{"model": {"type": "WordLevel"}}"#)
+            .contains(r#"model: the model "WordLevel" is not supported"#));
+        assert!(
+            err(r#"{"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Whitespace"}}"#)
+                .contains("without the ByteLevel pre-tokenizer")
+        );
+    }
+}
