@@ -15,7 +15,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
-from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tokenizer_json
+from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tekken, from_tokenizer_json
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -35,6 +35,7 @@ __all__ = [
     "TokenizerFileError",
     "UnigramTokenizer",
     "WordPieceTokenizer",
+    "from_tekken",
     "from_tokenizer_json",
     "load",
     "report",
@@ -72,6 +73,9 @@ def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = F
       when its steps are the preset's, else a :class:`Tokenizer`;
     - polytok JSON (``.polytok``, or ``.json`` from earlier polytok
       versions): a preset or a composed :class:`Tokenizer`, as saved;
+    - Mistral's Tekken (``tekken_*.json``): a :class:`Tokenizer` with the
+      same ids as ``mistral-common`` (special tokens 0-999, recognized in
+      text only when allowed);
     - a SentencePiece model (``.model``: Unigram);
     - a tiktoken rank file (``.tiktoken``: BPE, with the pre-tokenization
       ``pattern`` it holds no trace of, e.g. ``"cl100k"``);
@@ -88,6 +92,8 @@ def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = F
         return from_json(text, name)
     if kind == "tokenizer.json":
         return from_tokenizer_json(text, name)
+    if kind == "tekken":
+        return from_tekken(text, name)
     if kind == "tiktoken":
         if pattern is None:
             raise ValueError(f"{name}: a tiktoken rank file holds no pattern: give one (e.g. pattern='cl100k')")

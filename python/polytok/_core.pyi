@@ -23,6 +23,7 @@ __all__ = [
     "preset_pipeline",
     "to_tokenizer_json",
     "from_tokenizer_json",
+    "from_tekken_json",
     "readable",
     "Pipeline",
     "Encoding",
@@ -385,6 +386,9 @@ def to_tokenizer_json(model: Bpe | WordPiece | Unigram, spec_json: str) -> str:
 
 def from_tokenizer_json(text: str, source: str) -> tuple[Bpe | WordPiece | Unigram, str]:
     """The model and the pipeline (JSON) of a ``tokenizer.json`` text; errors name ``source``."""
+
+def from_tekken_json(text: str, source: str) -> tuple[Bpe, str]:
+    """The model and the pipeline (JSON) of a Tekken file's text; errors name ``source``."""
 
 def pre_tokenize(spec: str, text: str) -> list[tuple[str, tuple[int, int]]]:
     """The pieces of ``text`` under the pre-tokenizer ``spec`` (JSON), each with its character span in ``text``."""

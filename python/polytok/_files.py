@@ -164,12 +164,12 @@ _RANK_LINE = re.compile(rb"[A-Za-z0-9+/]*={0,2} [0-9]+\r?\n")
 
 def sniff(path: PathLike) -> tuple[str, str | None]:
     """What a tokenizer file is, by its content: ``"tokenizer.json"``
-    (Hugging Face), ``"polytok"`` (polytok JSON), ``"sentencepiece"``,
+    (Hugging Face), ``"polytok"`` (polytok JSON), ``"tekken"`` (Mistral's),
+    ``"sentencepiece"``,
     ``"tiktoken"`` or ``"vocab"`` (a BERT vocabulary); with the text of a
     JSON file (read once). The name decides only where the content cannot
     (a ``.polytok`` or ``.json`` file that is damaged goes to its reader,
-    which says what is wrong). A JSON file of another kind (Tekken, say)
-    is a :class:`polytok.TokenizerFileError` naming it."""
+    which says what is wrong)."""
     name = os.fspath(path)
     with open(path, "rb") as f:
         head = f.read(4096)
@@ -182,8 +182,8 @@ def sniff(path: PathLike) -> tuple[str, str | None]:
         text = read_text(path, "a tokenizer file")
         if _core.file_model(text) is not None:
             return "polytok", text
-        if re.match(r'\s*\{\s*"config"\s*:', text) and '"vocab"' in text[:100_000] and '"model"' not in text[:4096]:
-            raise _core.TokenizerFileError(f"{name}: a Tekken (Mistral) file, which polytok does not read yet")
+        if re.match(r'\s*\{\s*"config"\s*:', text):
+            return "tekken", text
         return "tokenizer.json", text
     # SentencePiece's model is a protocol buffer: its first field is a
     # piece (field 1, length-delimited), so the file starts with 0x0A.

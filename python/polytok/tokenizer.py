@@ -595,6 +595,14 @@ def from_tokenizer_json(text: str, source: str = "<tokenizer.json>") -> Tokenize
     return tokenizer
 
 
+def from_tekken(text: str, source: str = "<Tekken>") -> Tokenizer:
+    """The tokenizer of a Mistral Tekken file's text (``tekken_*.json``,
+    as ``mistral-common`` reads it): the ranks' ids follow the file's
+    special ids; special tokens are found in text only when allowed."""
+    core, pipeline = _core.from_tekken_json(text, source)
+    return Tokenizer._from_pipeline(core, json.loads(pipeline), source)
+
+
 def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
     """The preset class whose steps ``pipeline`` has, if any."""
     from polytok.bpe import BPETokenizer

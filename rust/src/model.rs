@@ -40,7 +40,11 @@ impl Model {
         mut ends: Option<&mut Vec<u32>>,
     ) {
         match self {
-            Model::Bpe(m) => m.encode_pieces(text, pieces, ids, ends),
+            Model::Bpe(m) => {
+                let first = ids.len();
+                m.encode_pieces(text, pieces, ids, ends);
+                shift(&mut ids[first..], m.first_id());
+            }
             Model::WordPiece(m) => m.encode_pieces(text, pieces, ids, ends),
             Model::Unigram(m) => {
                 for range in pieces {
@@ -69,7 +73,7 @@ impl Model {
     /// The number of ids.
     pub fn vocab_size(&self) -> usize {
         match self {
-            Model::Bpe(m) => m.vocab_size(),
+            Model::Bpe(m) => m.first_id() as usize + m.vocab_size(),
             Model::WordPiece(m) => m.vocab().len(),
             Model::Unigram(m) => m.pieces().len(),
         }
@@ -83,7 +87,11 @@ impl Model {
             vocab_size: self.vocab_size(),
         };
         Ok(match self {
-            Model::Bpe(m) => Cow::Borrowed(m.token_bytes(id)?),
+            Model::Bpe(m) => Cow::Borrowed(
+                id.checked_sub(m.first_id())
+                    .and_then(|rank| m.token_bytes(rank).ok())
+                    .ok_or_else(unknown)?,
+            ),
             Model::WordPiece(m) => Cow::Borrowed(m.token(id)?.as_bytes()),
             Model::Unigram(m) => Cow::Borrowed(
                 m.pieces()
@@ -98,7 +106,7 @@ impl Model {
     /// The id of a token given by its text (as [`Model::token`] gives it).
     pub fn token_id(&self, token: &[u8]) -> Option<u32> {
         match self {
-            Model::Bpe(m) => m.token_id(token),
+            Model::Bpe(m) => Some(m.token_id(token)? + m.first_id()),
             Model::WordPiece(m) => m.vocab().id(token),
             Model::Unigram(m) => m.piece_id(std::str::from_utf8(token).ok()?),
         }
@@ -126,7 +134,11 @@ impl PieceEncoder<'_> {
     #[inline]
     pub(crate) fn encode(&mut self, piece: &str, out: &mut Vec<u32>) {
         match self {
-            PieceEncoder::Bpe(m, state) => m.encode_piece(piece.as_bytes(), out, state),
+            PieceEncoder::Bpe(m, state) => {
+                let first = out.len();
+                m.encode_piece(piece.as_bytes(), out, state);
+                shift(&mut out[first..], m.first_id());
+            }
             PieceEncoder::WordPiece(m) => {
                 m.encode_word(piece, out);
             }
@@ -159,5 +171,13 @@ impl PieceEncoder<'_> {
                 })
             }
         }
+    }
+}
+
+/// BPE's ranks as the pipeline's ids (see `BpeModel::first_id`).
+#[inline(always)]
+fn shift(ids: &mut [u32], first_id: u32) {
+    if first_id != 0 {
+        ids.iter_mut().for_each(|id| *id += first_id);
     }
 }

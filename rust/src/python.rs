@@ -569,7 +569,7 @@ struct Bpe {
 impl Bpe {
     fn new(py: Python<'_>, model: impl Into<Arc<BpeModel>>) -> PyResult<Self> {
         let model = model.into();
-        let ints = Ints::new(py, model.vocab().len())?;
+        let ints = Ints::new(py, model.first_id() as usize + model.vocab().len())?;
         Ok(Bpe {
             model,
             ints: Arc::new(ints),
@@ -667,9 +667,10 @@ impl Bpe {
         self.model.token_id(token)
     }
 
+    /// Every id, the ids before the ranks included (`first_id`).
     #[getter]
     fn vocab_size(&self) -> usize {
-        self.model.vocab_size()
+        self.model.first_id() as usize + self.model.vocab_size()
     }
 
     /// Ordinary (non-special) tokens: ids `0..n_ordinary`.

@@ -37,6 +37,9 @@ struct BpeFile {
     tokens: Vec<String>,
     merges: Option<Vec<(u32, u32)>>,
     special_tokens: Vec<SpecialEntry>,
+    /// The id of rank 0 when ids do not start at 0 (Tekken's files).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    first_id: u32,
     training: Option<serde_json::Value>,
     /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
     /// it is not the model's default.
@@ -95,6 +98,7 @@ impl BpeModel {
             pattern,
             tokens: self.vocab.iter().map(byte_alphabet::encode).collect(),
             merges: self.merges.clone(),
+            first_id: self.first_id,
             special_tokens: self
                 .special
                 .iter()
@@ -161,8 +165,9 @@ impl BpeModel {
             .into_iter()
             .map(|s| (s.text, s.id))
             .collect();
-        let model =
-            BpeModel::new(tokens, pattern, special, file.merges).map_err(|e| damaged(source, e))?;
+        let model = BpeModel::new(tokens, pattern, special, file.merges)
+            .and_then(|m| m.with_first_id(file.first_id))
+            .map_err(|e| damaged(source, e))?;
         Ok((model, file.training, file.pipeline))
     }
 
@@ -233,4 +238,8 @@ impl BpeModel {
         let tokens = ranked.into_iter().map(|(_, bytes)| bytes).collect();
         BpeModel::new(tokens, pattern, special, None).map_err(|e| damaged(source, e))
     }
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }

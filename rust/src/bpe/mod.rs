@@ -46,6 +46,10 @@ pub struct BpeModel {
     special: SpecialTokens,
     /// The pair that made each merged token, when the model was trained here.
     merges: Option<Vec<(u32, u32)>>,
+    /// The id of rank 0, as the pipeline sees it (`Model`): 0, or the
+    /// number of ids a file reserves before the ranks (Tekken's 1,000
+    /// special ids). Inside the model every id is a rank.
+    first_id: u32,
     /// Which tokens merging can make, and whether merges follow ranks.
     reach: reach::Reach,
     /// The encoder of long pieces, built on first use (loading stays fast);
@@ -108,6 +112,7 @@ impl BpeModel {
             pattern,
             special,
             merges,
+            first_id: 0,
             reach: reach::Reach::unknown(),
             backtracker: OnceLock::new(),
             instance: AtomicU64::new(new_instance()),
@@ -146,6 +151,22 @@ impl BpeModel {
 
     pub fn merges(&self) -> Option<&[(u32, u32)]> {
         self.merges.as_deref()
+    }
+
+    /// The model with its ids starting at `first_id` (see the field).
+    pub fn with_first_id(mut self, first_id: u32) -> Result<Self> {
+        if first_id as u64 + self.vocab_size() as u64 >= 1 << 31 {
+            return Err(Error::invalid(format!(
+                "the first id {first_id} puts ids beyond 2^31"
+            )));
+        }
+        self.first_id = first_id;
+        Ok(self)
+    }
+
+    /// The id of rank 0 (see the field).
+    pub fn first_id(&self) -> u32 {
+        self.first_id
     }
 
     /// The model with `merges` recorded as the pairs that made its last

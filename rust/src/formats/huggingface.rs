@@ -77,7 +77,8 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
                 None => byte_level,
                 Some(p) => json!({"type": "Sequence", "pretokenizers": [p, byte_level]}),
             });
-            (pre_tokenizer, export_bpe(m).map_err(cannot)?, Vec::new())
+            let json = export_bpe(m, &spec.special_tokens).map_err(cannot)?;
+            (pre_tokenizer, json, Vec::new())
         }
         Model::WordPiece(m) => (pre_tokenizer, export_wordpiece(m), Vec::new()),
         Model::Unigram(m) => {
@@ -190,22 +191,42 @@ fn export_pre_tokenizer(spec: &PreTokenizerSpec) -> std::result::Result<Option<V
     }))
 }
 
-fn export_bpe(model: &BpeModel) -> std::result::Result<Value, String> {
+fn export_bpe(
+    model: &BpeModel,
+    pipeline_special: &[(String, u32)],
+) -> std::result::Result<Value, String> {
     let merges = model.merge_list().ok_or(
         "the BPE model's ranks do not follow its merges (Hugging Face's BPE merges by the rank of the pair, tiktoken's by the rank of the token)",
     )?;
     let vocab = model.vocab();
-    let name = |id: u32| byte_alphabet::encode(vocab.bytes(id));
+    let first = model.first_id();
+    let name = |rank: u32| byte_alphabet::encode(vocab.bytes(rank));
     let mut tokens: Map<String, Value> = (0..vocab.len() as u32)
-        .map(|id| (name(id), json!(id)))
+        .map(|rank| (name(rank), json!(rank + first)))
         .collect();
     // Hugging Face numbers added tokens that its model lacks from the end
-    // of the model's vocabulary on, ignoring the ids in the file: the
-    // special tokens go in the vocabulary at their ids, and the ids no
-    // token has (cl100k's 100256) as tokens with a space, which no
-    // byte-level piece can be.
-    let special: Vec<(&str, u32)> = model.special_tokens().iter().collect();
-    for id in vocab.len() as u32..model.vocab_size() as u32 {
+    // of the model's vocabulary on, ignoring the ids in the file: every id
+    // that is no rank goes in the vocabulary, a special token as its text,
+    // an id no token has (cl100k's 100256) as a token with a space, which
+    // no byte-level piece can be.
+    let special: Vec<(&str, u32)> = model
+        .special_tokens()
+        .iter()
+        .map(|(text, id)| (text, id + first))
+        .chain(
+            pipeline_special
+                .iter()
+                .map(|(text, id)| (text.as_str(), *id)),
+        )
+        .collect();
+    let end = special
+        .iter()
+        .map(|&(_, id)| id + 1)
+        .chain([first + model.vocab_size() as u32])
+        .max()
+        .unwrap_or(0);
+    let ranks = first..first + vocab.len() as u32;
+    for id in (0..end).filter(|id| !ranks.contains(id)) {
         let text = match special.iter().find(|&&(_, s)| s == id) {
             Some(&(text, _)) => text.to_owned(),
             None => format!("{UNUSED_ID} {id}>"),

@@ -802,10 +802,25 @@ fn to_tokenizer_json(
 /// name `source`.
 #[pyfunction]
 fn from_tokenizer_json(py: Python<'_>, text: &str, source: &str) -> PyResult<(Py<PyAny>, String)> {
-    let (model, spec) = guarded(py, true, || {
+    let read = guarded(py, true, || {
         crate::formats::huggingface::import(text, source)
-    })?
-    .map_err(to_py)?;
+    })?;
+    model_and_spec(py, read.map_err(to_py)?)
+}
+
+/// The model and the pipeline (JSON) of a Tekken file's text; errors name
+/// `source`.
+#[pyfunction]
+fn from_tekken_json(py: Python<'_>, text: &str, source: &str) -> PyResult<(Py<PyAny>, String)> {
+    let read = guarded(py, true, || crate::formats::tekken::import(text, source))?;
+    model_and_spec(py, read.map_err(to_py)?)
+}
+
+/// A model read from a file as its Python object, with its pipeline's JSON.
+fn model_and_spec(
+    py: Python<'_>,
+    (model, spec): (Model, PipelineSpec),
+) -> PyResult<(Py<PyAny>, String)> {
     let spec = serde_json::to_string(&spec).expect("specs serialize");
     let model = match model {
         Model::Bpe(m) => Py::new(py, Bpe::new(py, m)?)?.into_any(),
@@ -818,6 +833,7 @@ fn from_tokenizer_json(py: Python<'_>, text: &str, source: &str) -> PyResult<(Py
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_tokenizer_json, m)?)?;
     m.add_function(wrap_pyfunction!(from_tokenizer_json, m)?)?;
+    m.add_function(wrap_pyfunction!(from_tekken_json, m)?)?;
     m.add_function(wrap_pyfunction!(preset_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(readable, m)?)?;
