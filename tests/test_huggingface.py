@@ -210,7 +210,8 @@ def bert_document(bert_files) -> dict:
 
 def test_malformed_json_names_line_and_column(tmp_path):
     assert "truncated (EOF while parsing an object at line 3" in damaged(tmp_path, '{"version": "1.0",\n"model": {\n')
-    assert "line 1 column 13" in damaged(tmp_path, '{"model": 1 2}')
+    assert "not valid JSON (expected `:` at line 2 column 19)" in damaged(tmp_path, '{"version": "1.0",\n "model": {"type" "BPE"}}')
+    assert "not a Hugging Face tokenizer.json (invalid type: integer `1`, expected the model object" in damaged(tmp_path, '{"model": 1}')
 
 
 def test_unsupported_components_are_named_with_their_place(tmp_path, bert_document):

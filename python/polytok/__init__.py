@@ -15,7 +15,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
-from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tekken, from_tokenizer_json
+from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -91,7 +91,7 @@ def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = F
     if kind == "polytok":
         return from_json(text, name)
     if kind == "tokenizer.json":
-        return from_tokenizer_json(text, name)
+        return read_tokenizer_json(path)
     if kind == "tekken":
         return from_tekken(text, name)
     if kind == "tiktoken":

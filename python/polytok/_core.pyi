@@ -23,6 +23,7 @@ __all__ = [
     "preset_pipeline",
     "to_tokenizer_json",
     "from_tokenizer_json",
+    "read_tokenizer_json",
     "from_tekken_json",
     "readable",
     "Pipeline",
@@ -386,6 +387,9 @@ def to_tokenizer_json(model: Bpe | WordPiece | Unigram, spec_json: str) -> str:
 
 def from_tokenizer_json(text: str, source: str) -> tuple[Bpe | WordPiece | Unigram, str]:
     """The model and the pipeline (JSON) of a ``tokenizer.json`` text; errors name ``source``."""
+
+def read_tokenizer_json(path: str | os.PathLike[str]) -> tuple[Bpe | WordPiece | Unigram, str]:
+    """As :func:`from_tokenizer_json`, reading the file at ``path`` itself."""
 
 def from_tekken_json(text: str, source: str) -> tuple[Bpe, str]:
     """The model and the pipeline (JSON) of a Tekken file's text; errors name ``source``."""

@@ -167,7 +167,8 @@ def sniff(path: PathLike) -> tuple[str, str | None]:
     (Hugging Face), ``"polytok"`` (polytok JSON), ``"tekken"`` (Mistral's),
     ``"sentencepiece"``,
     ``"tiktoken"`` or ``"vocab"`` (a BERT vocabulary); with the text of a
-    JSON file (read once). The name decides only where the content cannot
+    polytok or Tekken file (read once; a ``tokenizer.json`` is read by the
+    core). The name decides only where the content cannot
     (a ``.polytok`` or ``.json`` file that is damaged goes to its reader,
     which says what is wrong)."""
     name = os.fspath(path)
@@ -177,14 +178,15 @@ def sniff(path: PathLike) -> tuple[str, str | None]:
     suffix = name.lower().rsplit(".", 1)[-1]
     if suffix == "polytok":
         return "polytok", read_text(path, "a polytok tokenizer file")
-    # A .json file that is no JSON is reported by the JSON reader.
+    # A .json file that is no JSON is reported by the JSON reader. The
+    # kind of a JSON file shows in its first key: polytok's files start
+    # with their format, Tekken's with its config.
     if stripped.startswith(b"{") or suffix == "json":
-        text = read_text(path, "a tokenizer file")
-        if _core.file_model(text) is not None:
-            return "polytok", text
-        if re.match(r'\s*\{\s*"config"\s*:', text):
-            return "tekken", text
-        return "tokenizer.json", text
+        if re.match(rb'\{\s*"format"\s*:\s*"polytok"', stripped):
+            return "polytok", read_text(path, "a polytok tokenizer file")
+        if re.match(rb'\{\s*"config"\s*:', stripped):
+            return "tekken", read_text(path, "a Tekken file")
+        return "tokenizer.json", None
     # SentencePiece's model is a protocol buffer: its first field is a
     # piece (field 1, length-delimited), so the file starts with 0x0A.
     if head[:1] == b"\x0a" and (b"\x00" in head or not _is_text(head)):

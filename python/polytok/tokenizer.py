@@ -584,8 +584,19 @@ def from_tokenizer_json(text: str, source: str = "<tokenizer.json>") -> Tokenize
     else a :class:`Tokenizer`; its special tokens are recognized in every
     call, as in ``tokenizers``. A step polytok lacks is a
     :class:`polytok.TokenizerFileError` naming it and its place."""
-    core, pipeline = _core.from_tokenizer_json(text, source)
-    pipeline = json.loads(pipeline)
+    return _tokenizer_json(*_core.from_tokenizer_json(text, source), source)
+
+
+def read_tokenizer_json(path: PathLike) -> Tokenizer:
+    """:func:`from_tokenizer_json` of the file at ``path``, read by the core
+    (no Python string of the whole file)."""
+    return _tokenizer_json(*_core.read_tokenizer_json(path), os.fspath(path))
+
+
+def _tokenizer_json(core: Model, pipeline_json: str, source: str) -> Tokenizer:
+    """A tokenizer read from a tokenizer.json: the preset its steps are, or
+    a composed one."""
+    pipeline = json.loads(pipeline_json)
     preset = _preset_of(core, pipeline)
     if preset is not None:
         tokenizer: Tokenizer = preset(core)

@@ -313,19 +313,117 @@ fn unigram_decoder(model: &UnigramModel) -> Value {
 
 // ------------------------------------------------------------------ reading
 
-/// A tokenizer read from a `tokenizer.json` document: the model and its
+/// A tokenizer read from a `tokenizer.json` document (its bytes): the model and its
 /// pipeline (special tokens recognized in every call, as Hugging Face
 /// does).
-pub fn import(text: &str, source: &str) -> Result<(Model, PipelineSpec)> {
-    let document: Value = serde_json::from_str(text).map_err(|e| {
-        let what = if e.is_eof() {
-            "is truncated"
-        } else {
-            "is not valid JSON"
+pub fn import(json: &[u8], source: &str) -> Result<(Model, PipelineSpec)> {
+    // The vocabulary and merges (most of the file) are read into their
+    // final shape at once; the small parts as JSON values.
+    let document: Document = serde_json::from_slice(json).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Eof => "is truncated",
+            serde_json::error::Category::Syntax => "is not valid JSON",
+            _ => "is not a Hugging Face tokenizer.json",
         };
         damaged(source, format!("{what} ({e})"))
     })?;
-    Reader { source }.read(&document)
+    Reader { source }.read(document)
+}
+
+/// A `tokenizer.json` document: the model's vocabulary and merges typed,
+/// everything else as JSON.
+#[derive(serde::Deserialize)]
+struct Document {
+    model: ModelDocument,
+    #[serde(flatten)]
+    parts: Map<String, Value>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(expecting = "the model object")]
+struct ModelDocument {
+    #[serde(default)]
+    vocab: Option<VocabDocument>,
+    #[serde(default)]
+    merges: Option<Vec<Merge>>,
+    #[serde(flatten)]
+    settings: Map<String, Value>,
+}
+
+/// `{token: id}` (BPE, WordPiece) or `[[piece, score]]` (Unigram), in file
+/// order.
+enum VocabDocument {
+    Ids(Vec<(String, u64)>),
+    Scored(Vec<(String, f64)>),
+}
+
+impl<'de> serde::Deserialize<'de> for VocabDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = VocabDocument;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a vocabulary: {token: id} or [[piece, score], ...]")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<String, u64>()? {
+                    out.push(entry);
+                }
+                Ok(VocabDocument::Ids(out))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(entry) = seq.next_element::<(String, f64)>()? {
+                    out.push(entry);
+                }
+                Ok(VocabDocument::Scored(out))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// A BPE merge: `"a b"` (older files) or `["a", "b"]`.
+struct Merge(String, String);
+
+impl<'de> serde::Deserialize<'de> for Merge {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Merge;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a merge: \"left right\" or [left, right]")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Merge, E> {
+                let (left, right) = s
+                    .split_once(' ')
+                    .ok_or_else(|| E::custom(format!("the merge {s:?} is not two tokens")))?;
+                Ok(Merge(left.to_owned(), right.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Merge, A::Error> {
+                let two = |x: Option<String>| {
+                    x.ok_or_else(|| serde::de::Error::custom("a merge is two tokens"))
+                };
+                let left = two(seq.next_element()?)?;
+                let right = two(seq.next_element()?)?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::custom("a merge is two tokens"));
+                }
+                Ok(Merge(left, right))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 struct Reader<'s> {
@@ -360,15 +458,12 @@ impl Reader<'_> {
         }
     }
 
-    fn read(&self, document: &Value) -> Result<(Model, PipelineSpec)> {
-        let top = self.fields(document, "the file")?;
-        if top.object.get("model").is_none_or(|m| !m.is_object()) {
-            return Err(damaged(
-                self.source,
-                "not a Hugging Face tokenizer.json (no \"model\" object)",
-            ));
-        }
-        for key in top.object.keys() {
+    fn read(&self, document: Document) -> Result<(Model, PipelineSpec)> {
+        let Document {
+            model: model_document,
+            parts: document,
+        } = document;
+        for key in document.keys() {
             if !matches!(
                 key.as_str(),
                 "version"
@@ -405,8 +500,12 @@ impl Reader<'_> {
         let padding = present(document.get("padding"))
             .map(|p| serde_json::from_value(p.clone()).map_err(|e| self.error("padding", e)))
             .transpose()?;
-        let model_json = &document["model"];
-        let kind = model_json["type"].as_str().unwrap_or_default();
+        let model_json = &model_document;
+        let kind = model_json
+            .settings
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let (model, special_tokens) = match kind {
             "BPE" => {
                 if !byte_level {
@@ -757,12 +856,12 @@ impl Reader<'_> {
     /// model's special tokens too (the pipeline keeps them all).
     fn bpe(
         &self,
-        value: &Value,
+        document: &ModelDocument,
         special: Vec<(String, u32)>,
         pattern: Pattern,
     ) -> Result<(Model, Vec<(String, u32)>)> {
         let place = "model";
-        let f = self.fields(value, place)?;
+        let f = self.model_fields(document);
         f.only(
             self,
             &[
@@ -795,18 +894,17 @@ impl Reader<'_> {
                 "byte-level BPE with byte_fallback is not supported by polytok",
             ));
         }
-        let mut tokens = self.vocab_in_id_order(f.get(self, "vocab")?, "model.vocab")?;
+        let mut tokens = self.vocab_in_id_order(document)?;
+        let merges = document
+            .merges
+            .as_deref()
+            .ok_or_else(|| self.error(place, "missing field `merges`"))?;
         // The vocabulary's tail of added tokens and unused ids (as polytok
         // writes special tokens, see `export_bpe`) are special tokens
         // beyond the model's own.
-        let merged: std::collections::HashSet<&str> = f
-            .list(self, "merges")?
+        let merged: std::collections::HashSet<&str> = merges
             .iter()
-            .flat_map(|m| match m {
-                Value::String(s) => s.split(' ').collect::<Vec<_>>(),
-                Value::Array(pair) => pair.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            })
+            .flat_map(|m| [m.0.as_str(), m.1.as_str()])
             .collect();
         let is_tail = |id: usize, text: &str| {
             !merged.contains(text)
@@ -816,11 +914,12 @@ impl Reader<'_> {
         while tokens.len() > 256 && is_tail(tokens.len() - 1, &tokens[tokens.len() - 1]) {
             tokens.pop();
         }
-        let tokens = tokens
-            .into_iter()
+        let tokens_by_name = tokens;
+        let tokens = tokens_by_name
+            .iter()
             .enumerate()
             .map(|(id, text)| {
-                byte_alphabet::decode(&text).ok_or_else(|| {
+                byte_alphabet::decode(text).ok_or_else(|| {
                     self.error(
                         "model.vocab",
                         format!("token {id} ({text:?}) is not in the byte-level alphabet"),
@@ -842,38 +941,24 @@ impl Reader<'_> {
         let expected = model.merge_list().ok_or_else(|| {
             self.error("model.merges", "the vocabulary's ids do not follow its merges: polytok merges by the id of the token a pair makes")
         })?;
-        let merges = f.list(self, "merges")?;
         let model_merges = expected.clone();
         let vocab = model.vocab();
-        let pair_of = |i: usize, merge: &Value| -> Result<(u32, u32)> {
-            let (left, right) = match merge {
-                Value::String(s) => s.split_once(' ').ok_or_else(|| {
+        // The file's own names of the tokens (no decoding per merge).
+        let ids: rustc_hash::FxHashMap<&str, u32> = tokens_by_name
+            .iter()
+            .enumerate()
+            .map(|(id, name)| (name.as_str(), id as u32))
+            .collect();
+        let pair_of = |i: usize, merge: &Merge| -> Result<(u32, u32)> {
+            let id = |token: &str| {
+                ids.get(token).copied().ok_or_else(|| {
                     self.error(
                         &format!("model.merges[{i}]"),
-                        format!("{s:?} is not two tokens"),
+                        format!("{token:?} is not in the vocabulary"),
                     )
-                })?,
-                Value::Array(pair) if pair.len() == 2 => match (&pair[0], &pair[1]) {
-                    (Value::String(l), Value::String(r)) => (l.as_str(), r.as_str()),
-                    _ => {
-                        return Err(
-                            self.error(&format!("model.merges[{i}]"), "expected two strings")
-                        )
-                    }
-                },
-                _ => return Err(self.error(&format!("model.merges[{i}]"), "expected two tokens")),
+                })
             };
-            let id = |token: &str| {
-                byte_alphabet::decode(token)
-                    .and_then(|bytes| vocab.id(&bytes))
-                    .ok_or_else(|| {
-                        self.error(
-                            &format!("model.merges[{i}]"),
-                            format!("{token:?} is not in the vocabulary"),
-                        )
-                    })
-            };
-            Ok((id(left)?, id(right)?))
+            Ok((id(&merge.0)?, id(&merge.1)?))
         };
         for (i, merge) in merges.iter().enumerate() {
             let pair = pair_of(i, merge)?;
@@ -924,12 +1009,12 @@ impl Reader<'_> {
 
     fn wordpiece(
         &self,
-        value: &Value,
+        document: &ModelDocument,
         normalizer: Option<&Value>,
         special: &[(String, u32)],
     ) -> Result<Model> {
         let place = "model";
-        let f = self.fields(value, place)?;
+        let f = self.model_fields(document);
         f.only(
             self,
             &[
@@ -940,7 +1025,7 @@ impl Reader<'_> {
                 "vocab",
             ],
         )?;
-        let tokens = self.vocab_in_id_order(f.get(self, "vocab")?, "model.vocab")?;
+        let tokens = self.vocab_in_id_order(document)?;
         let defaults = WordPieceSettings::default();
         let mut settings = WordPieceSettings {
             unk_token: f.string(self, "unk_token")?,
@@ -970,27 +1055,25 @@ impl Reader<'_> {
         Ok(Model::WordPiece(std::sync::Arc::new(model)))
     }
 
-    fn unigram(&self, value: &Value, special: &[(String, u32)]) -> Result<Model> {
+    fn unigram(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
         let place = "model";
-        let f = self.fields(value, place)?;
+        let f = self.model_fields(document);
         f.only(self, &["type", "unk_id", "vocab", "byte_fallback"])?;
         let byte_fallback = f.flag(self, "byte_fallback", false)?;
         let unk = match present(f.object.get("unk_id")) {
             None => None,
             Some(_) => Some(f.id(self, "unk_id")?),
         };
-        let entries = f.list(self, "vocab")?;
+        let entries = match &document.vocab {
+            Some(VocabDocument::Scored(entries)) => entries,
+            Some(VocabDocument::Ids(_)) => {
+                return Err(self.error("model.vocab", "expected [[piece, score], ...]"))
+            }
+            None => return Err(self.error(place, "missing field `vocab`")),
+        };
         let mut pieces = Vec::with_capacity(entries.len());
-        for (id, entry) in entries.iter().enumerate() {
-            let here = || format!("model.vocab[{id}]");
-            let (text, score) = match entry.as_array().map(Vec::as_slice) {
-                Some([Value::String(text), score]) => (text.clone(), score.as_f64()),
-                _ => {
-                    return Err(self.error(&here(), format!("expected [piece, score], not {entry}")))
-                }
-            };
-            let score =
-                score.ok_or_else(|| self.error(&here(), "the score is not a number"))? as f32;
+        for (id, (text, score)) in entries.iter().enumerate() {
+            let (text, score) = (text.clone(), *score as f32);
             let kind = if unk == Some(id as u32) {
                 PieceKind::Unknown
             } else if byte_fallback && is_byte_piece(&text) {
@@ -1021,22 +1104,27 @@ impl Reader<'_> {
 
     /// A `{token: id}` map as the tokens in id order; the ids must be
     /// `0..n`, each once.
-    fn vocab_in_id_order(&self, value: &Value, place: &str) -> Result<Vec<String>> {
-        let Some(map) = value.as_object() else {
-            return Err(self.error(place, "expected an object of token: id"));
+    /// A model's `{token: id}` vocabulary as the tokens in id order; the
+    /// ids must be `0..n`, each once.
+    fn vocab_in_id_order(&self, document: &ModelDocument) -> Result<Vec<String>> {
+        let place = "model.vocab";
+        let entries = match &document.vocab {
+            Some(VocabDocument::Ids(entries)) => entries,
+            Some(VocabDocument::Scored(_)) => {
+                return Err(self.error(place, "expected an object of token: id"))
+            }
+            None => return Err(self.error("model", "missing field `vocab`")),
         };
-        let mut tokens: Vec<Option<String>> = vec![None; map.len()];
-        for (token, id) in map {
-            let id = id
-                .as_u64()
-                .filter(|&id| (id as usize) < map.len())
-                .ok_or_else(|| {
-                    self.error(
-                        place,
-                        format!("token {token:?} has id {id}: ids must be 0..{}", map.len()),
-                    )
-                })?;
-            if let Some(other) = tokens[id as usize].replace(token.clone()) {
+        let n = entries.len();
+        let mut tokens: Vec<Option<String>> = vec![None; n];
+        for (token, id) in entries {
+            let slot = tokens.get_mut(*id as usize).ok_or_else(|| {
+                self.error(
+                    place,
+                    format!("token {token:?} has id {id}: ids must be 0..{n}"),
+                )
+            })?;
+            if let Some(other) = slot.replace(token.clone()) {
                 return Err(self.error(
                     place,
                     format!("tokens {other:?} and {token:?} have the same id {id}"),
@@ -1047,6 +1135,14 @@ impl Reader<'_> {
             .into_iter()
             .map(|t| t.expect("ids 0..n, each once"))
             .collect())
+    }
+
+    /// The model's settings (everything but its vocabulary and merges).
+    fn model_fields<'v>(&self, document: &'v ModelDocument) -> Fields<'v> {
+        Fields {
+            object: &document.settings,
+            place: "model".to_owned(),
+        }
     }
 }
 
@@ -1339,7 +1435,7 @@ mod tests {
         for model in [bpe, Model::WordPiece(std::sync::Arc::new(wordpiece))] {
             let spec = crate::presets::preset_spec(&model);
             let json = export(&model, &spec).unwrap();
-            let (again, read) = import(&json, "t.json").unwrap();
+            let (again, read) = import(json.as_bytes(), "t.json").unwrap();
             assert_eq!(read.pre_tokenizer, spec.pre_tokenizer);
             assert_eq!(read.special_tokens, spec.special_tokens);
             assert!(read.always_special);
@@ -1349,10 +1445,11 @@ mod tests {
 
     #[test]
     fn damaged_documents_are_named() {
-        let err = |json: &str| import(json, "x.json").err().unwrap().to_string();
+        let err = |json: &str| import(json.as_bytes(), "x.json").err().unwrap().to_string();
         assert!(err("{").contains("x.json: is truncated"));
-        assert!(err("[1]").contains("x.json: the file: expected an object"));
-        assert!(err("{}").contains("not a Hugging Face tokenizer.json"));
+        assert!(err("[1]").contains("x.json: is not a Hugging Face tokenizer.json"));
+        assert!(err("{]").contains("x.json: is not valid JSON"));
+        assert!(err("{}").contains("not a Hugging Face tokenizer.json (missing field `model`"));
         assert!(err(r#"{"model": {"type": "WordLevel"}}"#)
             .contains(r#"model: the model "WordLevel" is not supported"#));
         assert!(

@@ -803,7 +803,19 @@ fn to_tokenizer_json(
 #[pyfunction]
 fn from_tokenizer_json(py: Python<'_>, text: &str, source: &str) -> PyResult<(Py<PyAny>, String)> {
     let read = guarded(py, true, || {
-        crate::formats::huggingface::import(text, source)
+        crate::formats::huggingface::import(text.as_bytes(), source)
+    })?;
+    model_and_spec(py, read.map_err(to_py)?)
+}
+
+/// As `from_tokenizer_json`, reading the file itself (no Python string of
+/// megabytes in between).
+#[pyfunction]
+fn read_tokenizer_json(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(Py<PyAny>, String)> {
+    let source = path.display().to_string();
+    let read = guarded(py, true, || {
+        let bytes = std::fs::read(&path).map_err(|e| crate::error::Error::io(&path, e))?;
+        crate::formats::huggingface::import(&bytes, &source)
     })?;
     model_and_spec(py, read.map_err(to_py)?)
 }
@@ -833,6 +845,7 @@ fn model_and_spec(
 pub(super) fn register(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_tokenizer_json, m)?)?;
     m.add_function(wrap_pyfunction!(from_tokenizer_json, m)?)?;
+    m.add_function(wrap_pyfunction!(read_tokenizer_json, m)?)?;
     m.add_function(wrap_pyfunction!(from_tekken_json, m)?)?;
     m.add_function(wrap_pyfunction!(preset_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
