@@ -270,8 +270,8 @@ def test_a_composed_tokenizer_saves_loads_and_pickles(bert_vocab, tmp_path):
     # A preset with truncation and padding keeps them through a file.
     bert = polytok.WordPieceTokenizer.from_vocab(bert_vocab)
     bert.enable_truncation(8)
-    bert.save(tmp_path / "bert.json")
-    loaded = polytok.WordPieceTokenizer.load(tmp_path / "bert.json")
+    bert.save(tmp_path / "bert.polytok")
+    loaded = polytok.WordPieceTokenizer.load(tmp_path / "bert.polytok")
     assert loaded.truncation == bert.truncation and len(loaded.encode(text)) == 8
 
 

@@ -76,15 +76,24 @@ class WordPiece(Decoder):
     one before it without the prefix; any other token after the first comes
     after a space. ``cleanup`` then removes the space before punctuation and
     in English contractions, on the whole text, as BERT (``transformers``)
-    and :meth:`polytok.WordPieceTokenizer.decode` do (Hugging Face's decoder
-    step alone cleans each token apart: ``"don", "'", "t"`` give "don ' t"
-    there, "don't" here)."""
+    and :meth:`polytok.WordPieceTokenizer.decode` do; with ``each_token``,
+    on each token apart, as Hugging Face's decoder step (``"don", "'",
+    "t"`` give "don ' t" there, "don't" here; tokenizers read from
+    ``tokenizer.json`` files decode so)."""
 
-    _fields = ("prefix", "cleanup")
+    _fields = ("prefix", "cleanup", "each_token")
 
-    def __init__(self, *, prefix: str = "##", cleanup: bool = True) -> None:
+    def __init__(self, *, prefix: str = "##", cleanup: bool = True, each_token: bool = False) -> None:
         self.prefix = check_str("WordPiece", "prefix", prefix)
         self.cleanup = check_bool("WordPiece", "cleanup", cleanup)
+        self.each_token = check_bool("WordPiece", "each_token", each_token)
+
+    def to_dict(self) -> dict[str, Any]:
+        # Without each_token when it is off: the files of earlier versions.
+        out = super().to_dict()
+        if not self.each_token:
+            del out["each_token"]
+        return out
 
 
 class Metaspace(Decoder):

@@ -41,13 +41,16 @@ pub enum Decoder {
     /// the space before punctuation and in English contractions, as BERT's
     /// decoding (`transformers`' `clean_up_tokenization`) and polytok's
     /// WordPiece model: on the whole text, so also across tokens
-    /// (`"don" "'" "t"` gives "don't"), where Hugging Face's decoder step
-    /// alone cleans each token apart (then "don ' t").
+    /// (`"don" "'" "t"` gives "don't"); with `each_token`, on each token
+    /// apart, as Hugging Face's decoder step (then "don ' t"; tokenizers
+    /// read from its files decode so).
     WordPiece {
         #[serde(default = "double_hash")]
         prefix: String,
         #[serde(default = "yes")]
         cleanup: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        each_token: bool,
     },
     /// `replacement` (`▁`) back to a space; when the pre-tokenizer adds a
     /// prefix (`prepend_scheme` "always" or "first"), the first token loses
@@ -285,9 +288,11 @@ impl Decoder {
     pub fn decode_chain(&self, tokens: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
         Ok(match self {
             Decoder::ByteLevel { .. } | Decoder::Fuse {} => vec![tokens.concat()],
-            Decoder::WordPiece { prefix, cleanup } => {
-                wordpiece(tokens, prefix.as_bytes(), *cleanup)
-            }
+            Decoder::WordPiece {
+                prefix,
+                cleanup,
+                each_token,
+            } => wordpiece(tokens, prefix.as_bytes(), *cleanup, *each_token),
             Decoder::Metaspace {
                 replacement,
                 prepend_scheme,
@@ -342,7 +347,11 @@ impl Decoder {
     pub fn stream_lookahead(&self) -> usize {
         fn walk(d: &Decoder, joined: &mut bool) -> usize {
             match d {
-                Decoder::WordPiece { cleanup: true, .. } => {
+                Decoder::WordPiece {
+                    cleanup: true,
+                    each_token: false,
+                    ..
+                } => {
                     *joined = true;
                     2
                 }
@@ -363,7 +372,7 @@ impl Decoder {
 }
 
 /// WordPiece's decoder step (see [`Decoder::WordPiece`]).
-fn wordpiece(tokens: Vec<Vec<u8>>, prefix: &[u8], cleanup: bool) -> Vec<Vec<u8>> {
+fn wordpiece(tokens: Vec<Vec<u8>>, prefix: &[u8], cleanup: bool, each_token: bool) -> Vec<Vec<u8>> {
     let tokens: Vec<Vec<u8>> = tokens
         .into_iter()
         .enumerate()
@@ -381,12 +390,17 @@ fn wordpiece(tokens: Vec<Vec<u8>>, prefix: &[u8], cleanup: bool) -> Vec<Vec<u8>>
     if !cleanup || tokens.is_empty() {
         return tokens;
     }
-    let text = tokens.concat();
-    let text = match String::from_utf8(text) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    let clean = |bytes: Vec<u8>| {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        crate::wordpiece::cleanup_spaces(&text).into_bytes()
     };
-    vec![crate::wordpiece::cleanup_spaces(&text).into_bytes()]
+    if each_token {
+        return tokens.into_iter().map(clean).collect();
+    }
+    vec![clean(tokens.concat())]
 }
 
 /// The byte of a token `<0xNN>` (hexadecimal digits of either case, as
@@ -664,3 +678,7 @@ fn common_prefix(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests;
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}

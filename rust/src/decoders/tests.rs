@@ -115,6 +115,7 @@ fn wordpiece_decoder_is_the_models_decode() {
     let d = Decoder::WordPiece {
         prefix: "##".into(),
         cleanup: true,
+        each_token: false,
     };
     let ids: Vec<u32> = (0..m_len(&m))
         .chain([10, 2, 5, 1, 11, 12, 8, 9, 2, 2, 2])
@@ -161,7 +162,8 @@ fn json_round_trip_and_hugging_face_files() {
         decoder(r#"{"type":"WordPiece"}"#),
         Decoder::WordPiece {
             prefix: "##".into(),
-            cleanup: true
+            cleanup: true,
+            each_token: false
         }
     );
 }
@@ -442,6 +444,7 @@ fn stream_wordpiece() {
     let d = Decoder::WordPiece {
         prefix: "##".into(),
         cleanup: true,
+        each_token: false,
     };
     let by_decoder = |ids: &[u32]| {
         let tokens = ids

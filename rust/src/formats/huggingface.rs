@@ -87,7 +87,7 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
         }
     };
     let decoder = match (&spec.decoder, model) {
-        (Some(d), _) => Some(d.clone()),
+        (Some(d), _) => Some(export_decoder(d)),
         // The Unigram preset decodes with the model's own rules; the
         // nearest steps of Hugging Face's (its converters' choice).
         (None, Model::Unigram(m)) => Some(unigram_decoder(m)),
@@ -127,6 +127,23 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
         "model": model_json,
     });
     Ok(serde_json::to_string_pretty(&document).expect("JSON values serialize"))
+}
+
+/// A decoder as Hugging Face has it: its WordPiece step always cleans each
+/// token apart (polytok's `each_token`, which it does not name).
+fn export_decoder(step: &Value) -> Value {
+    let mut step = step.clone();
+    if let Some(steps) = step.get_mut("decoders").and_then(Value::as_array_mut) {
+        for s in steps.iter_mut() {
+            *s = export_decoder(s);
+        }
+    }
+    if let Some(object) = step.as_object_mut() {
+        if object.get("type").and_then(Value::as_str) == Some("WordPiece") {
+            object.remove("each_token");
+        }
+    }
+    step
 }
 
 /// polytok's normalizer steps that Hugging Face lacks are written as its
@@ -843,9 +860,13 @@ impl Reader<'_> {
                     "split": f.flag(self, "split", true)?,
                 })
             }
-            "ByteLevel" | "WordPiece" | "ByteFallback" | "Fuse" | "Strip" | "Replace" => {
-                value.clone()
+            // Hugging Face's WordPiece step cleans each token apart.
+            "WordPiece" => {
+                let mut step = value.clone();
+                step["each_token"] = Value::Bool(true);
+                step
             }
+            "ByteLevel" | "ByteFallback" | "Fuse" | "Strip" | "Replace" => value.clone(),
             other => return Err(self.unsupported(place, other, "decoder")),
         };
         crate::decoders::Decoder::from_value(&value).map_err(|e| self.error(place, e))?;
