@@ -177,6 +177,24 @@ def test_byte_level_bpe_trained_by_tokenizers(split, flores_lines, tmp_path):
     assert differing_lines(ours, exported(ours), flores_lines[::10]) == []
 
 
+@pytest.mark.parametrize("add_prefix_space", [False, True])
+def test_roberta_processing_trims_offsets(add_prefix_space, some_lines, tmp_path):
+    """RoBERTa's files: RobertaProcessing with trim_offsets (offsets leave
+    out a token's spaces)."""
+    from tokenizers import processors
+
+    theirs = byte_level_bpe(False)
+    eos, bos = theirs.token_to_id("<|endoftext|>"), theirs.token_to_id("<|endoftext|>")
+    theirs.post_processor = processors.RobertaProcessing(("<|endoftext|>", eos), ("<|endoftext|>", bos), trim_offsets=True, add_prefix_space=add_prefix_space)
+    theirs.save(str(tmp_path / "tokenizer.json"))
+    ours = polytok.load(tmp_path / "tokenizer.json")
+    mine = ours.encode_batch(some_lines, offsets=True)
+    reference = theirs.encode_batch(some_lines)
+    assert [(m.ids, m.offsets) for m in mine] == [(r.ids, r.offsets) for r in reference]
+    pair = (" two  spaces ", "  and more  ")
+    assert ours.encode(*pair).offsets == theirs.encode(*pair).offsets
+
+
 def test_unigram_trained_by_tokenizers(some_lines, tmp_path):
     from tokenizers import decoders, models, pre_tokenizers, trainers
 

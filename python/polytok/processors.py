@@ -74,18 +74,19 @@ class BertProcessing(PostProcessor):
 
 class RobertaProcessing(PostProcessor):
     """RoBERTa's ``<s> A </s>`` and ``<s> A </s></s> B </s>`` (type ids 0).
-    ``sep`` and ``cls``: ``(token, id)``."""
+    ``sep`` and ``cls``: ``(token, id)``. ``trim_offsets``: a token's
+    offsets leave out the spaces at its ends (byte-level BPE's ``" the"``
+    covers ``the``), except, with ``add_prefix_space``, the one space of a
+    text's first token (as Hugging Face's)."""
 
     _fields = ("sep", "cls", "trim_offsets", "add_prefix_space")
 
     def __init__(
         self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = False, add_prefix_space: bool = False
     ) -> None:
-        if trim_offsets:
-            raise ValueError("RobertaProcessing: trim_offsets=True is not supported (offsets keep their spaces)")
         self.sep = _token(sep, "sep")
         self.cls = _token(cls, "cls")
-        self.trim_offsets = False
+        self.trim_offsets = bool(trim_offsets)
         self.add_prefix_space = bool(add_prefix_space)
 
 

@@ -65,6 +65,9 @@ pub struct Tokenizer {
     special_tokens: Vec<(String, u32)>,
     special_matcher: Option<AhoCorasick>,
     always_special: bool,
+    /// RoBERTa's `trim_offsets`, with its `add_prefix_space`: token offsets
+    /// leave out the spaces at the token's ends.
+    trim_offsets: Option<bool>,
     truncation: Option<Truncation>,
     padding: Option<Padding>,
     decoder: Option<Decoder>,
@@ -157,6 +160,14 @@ impl Tokenizer {
             template,
             special_matcher: special_matcher(&texts)?,
             always_special: spec.always_special,
+            trim_offsets: match &spec.post_processor {
+                Some(PostProcessor::RobertaProcessing {
+                    trim_offsets: true,
+                    add_prefix_space,
+                    ..
+                }) => Some(*add_prefix_space),
+                _ => None,
+            },
             special_tokens: spec.special_tokens.clone(),
             truncation: spec.truncation.clone(),
             padding: spec.padding.clone(),
@@ -560,6 +571,7 @@ impl Tokenizer {
         }
         let chars = CharIndex::new(text);
         let mut word = 0u32;
+        let first_token = out.tokens.len();
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
             split_special(text, matcher, |segment| -> Result<()> {
@@ -591,7 +603,34 @@ impl Tokenizer {
                 }
                 Ok(())
             })
-        })
+        })?;
+        if let Some(add_prefix_space) = self.trim_offsets {
+            self.trim_offsets(&mut out.tokens[first_token..], add_prefix_space);
+        }
+        Ok(())
+    }
+
+    /// RoBERTa's `trim_offsets` (Hugging Face's rule): a token's offsets
+    /// leave out the spaces at its ends, except the one space of the first
+    /// token that `add_prefix_space` put there.
+    fn trim_offsets(&self, tokens: &mut [Token], add_prefix_space: bool) {
+        for (i, token) in tokens.iter_mut().enumerate() {
+            let Ok(text) = self.model.token(token.id) else {
+                continue;
+            };
+            let mut leading = text.iter().take_while(|&&b| b == b' ').count() as u32;
+            let trailing = text.iter().rev().take_while(|&&b| b == b' ').count() as u32;
+            let (start, end) = &mut token.offsets;
+            if leading > 0 {
+                if (i == 0 || *start == 0) && add_prefix_space && leading == 1 {
+                    leading = 0;
+                }
+                *start = (*start + leading).min(*end);
+            }
+            if trailing > 0 && *end >= trailing {
+                *end = (*end - trailing).max(*start);
+            }
+        }
     }
 
     /// Normalizes and pre-tokenizes one stretch of text between special

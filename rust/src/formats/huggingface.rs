@@ -821,18 +821,8 @@ impl Reader<'_> {
                 Ok(kept.pop())
             }
             "TemplateProcessing" | "BertProcessing" | "RobertaProcessing" => {
-                let processor: PostProcessor =
-                    serde_json::from_value(value.clone()).map_err(|e| self.error(place, e))?;
-                if let PostProcessor::RobertaProcessing {
-                    trim_offsets: true, ..
-                } = processor
-                {
-                    return Err(self.error(
-                        place,
-                        "RobertaProcessing with trim_offsets: true is not supported by polytok",
-                    ));
-                }
-                Ok(Some(processor))
+                let processor = serde_json::from_value(value.clone());
+                Ok(Some(processor.map_err(|e| self.error(place, e))?))
             }
             other => Err(self.unsupported(place, other, "post-processor")),
         }
