@@ -186,6 +186,8 @@ def test_roberta_processing_trims_offsets(add_prefix_space, some_lines, tmp_path
     theirs = byte_level_bpe(False)
     eos, bos = theirs.token_to_id("<|endoftext|>"), theirs.token_to_id("<|endoftext|>")
     theirs.post_processor = processors.RobertaProcessing(("<|endoftext|>", eos), ("<|endoftext|>", bos), trim_offsets=True, add_prefix_space=add_prefix_space)
+    # RoBERTa's <mask> takes the space before it; a token that takes both.
+    theirs.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True), tokenizers.AddedToken("<both>", lstrip=True, rstrip=True)])
     theirs.save(str(tmp_path / "tokenizer.json"))
     ours = polytok.load(tmp_path / "tokenizer.json")
     mine = ours.encode_batch(some_lines, offsets=True)
@@ -193,6 +195,12 @@ def test_roberta_processing_trims_offsets(add_prefix_space, some_lines, tmp_path
     assert [(m.ids, m.offsets) for m in mine] == [(r.ids, r.offsets) for r in reference]
     pair = (" two  spaces ", "  and more  ")
     assert ours.encode(*pair).offsets == theirs.encode(*pair).offsets
+    for text in ["The <mask> sat.", "  <mask><mask>  x", "a <both>  b", "<both> <mask> \u3000<mask>", "x<both>"]:
+        mine, reference = ours.encode(text), theirs.encode(text)
+        assert (mine.ids, mine.offsets) == (reference.ids, reference.offsets), text
+    # Written back, the flags are kept.
+    again = tokenizers.Tokenizer.from_str(ours.to_tokenizer_json())
+    assert again.encode("a <both>  b").ids == theirs.encode("a <both>  b").ids
 
 
 def test_unigram_trained_by_tokenizers(some_lines, tmp_path):
@@ -248,8 +256,10 @@ def test_unsupported_components_are_named_with_their_place(tmp_path, bert_docume
     assert 'pre_tokenizer: the pre-tokenizer "UnicodeScripts" is not supported' in with_(pre_tokenizer={"type": "UnicodeScripts"})
     assert 'decoder: the decoder "CTC" is not supported' in with_(decoder={"type": "CTC", "pad_token": "<pad>", "word_delimiter_token": "|", "cleanup": True})
     assert 'model: the model "WordLevel" is not supported' in with_(model={"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"})
-    added = [dict(bert_document["added_tokens"][0], lstrip=True)] + bert_document["added_tokens"][1:]
-    assert "added_tokens[0]: the added token \"[PAD]\" has lstrip: true" in with_(added_tokens=added)
+    added = [dict(bert_document["added_tokens"][0], normalized=True)] + bert_document["added_tokens"][1:]
+    assert "added_tokens[0]: the added token \"[PAD]\" has normalized: true" in with_(added_tokens=added)
+    added = [dict(bert_document["added_tokens"][0], special=False)] + bert_document["added_tokens"][1:]
+    assert "added_tokens[0]: the added token \"[PAD]\" is not special" in with_(added_tokens=added)
     assert "unknown field `extra`" in with_(model={**bert_document["model"], "extra": 1})
     assert "not a Hugging Face tokenizer.json" in damaged(tmp_path, {"version": "1.0"})
 

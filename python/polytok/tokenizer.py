@@ -50,6 +50,7 @@ _PIPELINE_PARTS = (
     "decoder",
     "special_tokens",
     "always_special",
+    "special_token_strip",
     "truncation",
     "padding",
 )
@@ -106,6 +107,10 @@ class Tokenizer:
             raise TypeError("special_tokens must map each token's text to its id, e.g. {'<|endoftext|>': 100257}")
         self._special_tokens = dict(special_tokens or {})
         self._always_special = bool(always_special)
+        # Special tokens that take the white space around them
+        # ({"token", "lstrip", "rstrip"}): Hugging Face's added-token flags,
+        # set by the files that have them.
+        self._special_token_strip: list[dict] = []
         self._truncation: dict | None = None
         self._padding: dict | None = None
         self._pipeline_cache: _core.Pipeline | None = None
@@ -252,6 +257,7 @@ class Tokenizer:
             "decoder": None if self._decoder is None else self._decoder.to_dict(),
             "special_tokens": sorted(self._special_tokens.items(), key=lambda item: item[1]),
             "always_special": self._always_special,
+            "special_token_strip": [dict(s) for s in self._special_token_strip],
             "truncation": self._truncation,
             "padding": self._padding,
         }
@@ -492,6 +498,7 @@ class Tokenizer:
         """Applies a saved pipeline's truncation, padding and recognition
         of special tokens."""
         self._always_special = bool(pipeline.get("always_special", False))
+        self._special_token_strip = [dict(s) for s in pipeline.get("special_token_strip") or []]
         self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
 
     def __reduce__(self):
@@ -546,10 +553,14 @@ class Preset(Tokenizer):
     def _saved_pipeline(self) -> dict | None:
         """Only what differs from the preset: its truncation and padding
         (files of presets without them are as they always were)."""
-        if self._truncation is None and self._padding is None and not self._always_special:
+        if self._truncation is None and self._padding is None and not self._always_special and not self._special_token_strip:
             return None
         saved = {"preset": True, "truncation": self._truncation, "padding": self._padding}
-        return {**saved, "always_special": True} if self._always_special else saved
+        if self._always_special:
+            saved["always_special"] = True
+        if self._special_token_strip:
+            saved["special_token_strip"] = self._special_token_strip
+        return saved
 
 
 def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | None = None) -> Tokenizer:

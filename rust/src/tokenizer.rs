@@ -25,7 +25,9 @@ use crate::processors::{
 use crate::text::normalizers::Normalizer;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
 use crate::text::{CharIndex, Normalized};
-use crate::vocab::{allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment};
+use crate::vocab::{
+    allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment, SpecialStrip,
+};
 
 /// The pipeline's settings, as saved (JSON).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -50,6 +52,9 @@ pub struct PipelineSpec {
     /// allows (Hugging Face's added tokens: tokenizers read from its files).
     #[serde(default, skip_serializing_if = "is_false")]
     pub always_special: bool,
+    /// Special tokens that take the white space around them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub special_token_strip: Vec<SpecialStrip>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -65,6 +70,7 @@ pub struct Tokenizer {
     special_tokens: Vec<(String, u32)>,
     special_matcher: Option<AhoCorasick>,
     always_special: bool,
+    special_token_strip: Vec<SpecialStrip>,
     /// RoBERTa's `trim_offsets`, with its `add_prefix_space`: token offsets
     /// leave out the spaces at the token's ends.
     trim_offsets: Option<bool>,
@@ -160,6 +166,7 @@ impl Tokenizer {
             template,
             special_matcher: special_matcher(&texts)?,
             always_special: spec.always_special,
+            special_token_strip: spec.special_token_strip.clone(),
             trim_offsets: match &spec.post_processor {
                 Some(PostProcessor::RobertaProcessing {
                     trim_offsets: true,
@@ -476,16 +483,21 @@ impl Tokenizer {
             if matcher.is_none() {
                 return self.stretch_ids(text, 0, scratch, out);
             }
-            split_special(text, matcher, |segment| -> Result<()> {
-                match segment {
-                    Segment::Special(token) => out.push(self.special_id(token)),
-                    Segment::Text(part) => {
-                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        self.stretch_ids(part, offset, scratch, out)?;
+            split_special(
+                text,
+                matcher,
+                &self.special_token_strip,
+                |segment| -> Result<()> {
+                    match segment {
+                        Segment::Special(token) => out.push(self.special_id(token)),
+                        Segment::Text(part) => {
+                            let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                            self.stretch_ids(part, offset, scratch, out)?;
+                        }
                     }
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+            )
         })
     }
 
@@ -574,35 +586,42 @@ impl Tokenizer {
         let first_token = out.tokens.len();
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
-            split_special(text, matcher, |segment| -> Result<()> {
-                match segment {
-                    Segment::Special(token) => {
-                        let start = token.as_ptr() as usize - text.as_ptr() as usize;
-                        let span = chars.span(start as u32, (start + token.len()) as u32);
-                        out.push(Token::new(
-                            self.special_id(token),
-                            type_id,
-                            true,
-                            Some(sequence),
-                            span,
-                            Some(word),
-                        ));
-                        word += 1;
+            split_special(
+                text,
+                matcher,
+                &self.special_token_strip,
+                |segment| -> Result<()> {
+                    match segment {
+                        Segment::Special(token) => {
+                            // The token's own text: the space it strips is
+                            // in no token's span (as in Hugging Face).
+                            let start = token.as_ptr() as usize - text.as_ptr() as usize;
+                            let span = chars.span(start as u32, (start + token.len()) as u32);
+                            out.push(Token::new(
+                                self.special_id(token),
+                                type_id,
+                                true,
+                                Some(sequence),
+                                span,
+                                Some(word),
+                            ));
+                            word += 1;
+                        }
+                        Segment::Text(part) if !part.is_empty() => {
+                            let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                            let at = Place {
+                                offset,
+                                sequence,
+                                type_id,
+                                word,
+                            };
+                            word = self.encode_tracked(part, at, &chars, scratch, out)?;
+                        }
+                        Segment::Text(_) => {}
                     }
-                    Segment::Text(part) if !part.is_empty() => {
-                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                        let at = Place {
-                            offset,
-                            sequence,
-                            type_id,
-                            word,
-                        };
-                        word = self.encode_tracked(part, at, &chars, scratch, out)?;
-                    }
-                    Segment::Text(_) => {}
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+            )
         })?;
         if let Some(add_prefix_space) = self.trim_offsets {
             self.trim_offsets(&mut out.tokens[first_token..], add_prefix_space);

@@ -252,22 +252,51 @@ pub fn allowed_matcher<'m>(
 /// A part of a text cut at its special tokens.
 pub enum Segment<'t> {
     Text(&'t str),
+    /// A special token (the white space it strips, see [`SpecialStrip`],
+    /// is in neither segment).
     Special(&'t str),
 }
 
+/// A special token that takes the white space on its left (`lstrip`) or
+/// right (`rstrip`) with it, as Hugging Face's added tokens can (RoBERTa's
+/// `<mask>`): that space is part of the token, not of the text around it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialStrip {
+    pub token: String,
+    #[serde(default)]
+    pub lstrip: bool,
+    #[serde(default)]
+    pub rstrip: bool,
+}
+
 /// Cuts `text` at the special tokens `matcher` finds, in text order (text
-/// segments may be empty).
+/// segments may be empty); tokens in `strips` take their white space.
 pub fn split_special<'t, E>(
     text: &'t str,
     matcher: Option<&AhoCorasick>,
+    strips: &[SpecialStrip],
     mut f: impl FnMut(Segment<'t>) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
     let mut start = 0;
     if let Some(matcher) = matcher {
         for found in matcher.find_iter(text) {
-            f(Segment::Text(&text[start..found.start()]))?;
-            f(Segment::Special(&text[found.start()..found.end()]))?;
-            start = found.end();
+            if found.start() < start {
+                continue; // inside the space a token before took
+            }
+            let token = &text[found.start()..found.end()];
+            let (mut from, mut to) = (found.start(), found.end());
+            if let Some(strip) = strips.iter().find(|s| s.token == token) {
+                if strip.lstrip {
+                    from = start + text[start..from].trim_end().len();
+                }
+                if strip.rstrip {
+                    to = text.len() - text[to..].trim_start().len();
+                }
+            }
+            f(Segment::Text(&text[start..from]))?;
+            f(Segment::Special(token))?;
+            start = to;
         }
     }
     f(Segment::Text(&text[start..]))

@@ -16,10 +16,10 @@
 //!   `Split` (its regex, `Isolated`) followed by `ByteLevel` without regex.
 //! - special tokens: Hugging Face's added tokens are recognized in every
 //!   call; a tokenizer read from a file does the same
-//!   (`always_special`). Added tokens with `lstrip`, `rstrip`,
-//!   `single_word` or matched after normalization, and added tokens that
-//!   are not special, are refused by name (polytok matches special tokens
-//!   in the text as given).
+//!   (`always_special`); `lstrip`/`rstrip` become `special_token_strip`.
+//!   Added tokens matched after normalization (`normalized`) or as whole
+//!   words (`single_word`), and added tokens that are not special, are
+//!   refused by name (polytok matches special tokens in the text as given).
 //! - SentencePiece's `remove_extra_whitespaces` (`RemoveExtraWhitespaces`)
 //!   is written as three regex `Replace` steps.
 //! - Unigram: piece kinds are not in the format: control pieces are written
@@ -43,6 +43,7 @@ use crate::text::pattern::Pattern;
 use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
 use crate::tokenizer::PipelineSpec;
 use crate::unigram::{Piece, PieceKind, UnigramModel, Whitespace};
+use crate::vocab::SpecialStrip;
 use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
 // ------------------------------------------------------------------ writing
@@ -109,9 +110,15 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
     let added_tokens: Vec<Value> = added
         .iter()
         .map(|(content, id)| {
+            let strip = spec
+                .special_token_strip
+                .iter()
+                .find(|s| s.token == *content);
             json!({
-                "id": id, "content": content, "single_word": false, "lstrip": false,
-                "rstrip": false, "normalized": false, "special": true,
+                "id": id, "content": content, "single_word": false,
+                "lstrip": strip.is_some_and(|s| s.lstrip),
+                "rstrip": strip.is_some_and(|s| s.rstrip),
+                "normalized": false, "special": true,
             })
         })
         .collect();
@@ -496,7 +503,8 @@ impl Reader<'_> {
                 return Err(self.error(key, "unknown field of a tokenizer.json"));
             }
         }
-        let special_tokens = self.added_tokens(document.get("added_tokens"))?;
+        let (special_tokens, special_token_strip) =
+            self.added_tokens(document.get("added_tokens"))?;
         let normalizer = present(document.get("normalizer"))
             .map(|n| self.normalizer(n, "normalizer"))
             .transpose()?;
@@ -566,23 +574,37 @@ impl Reader<'_> {
             padding,
             decoder,
             always_special: true,
+            special_token_strip,
         };
         Ok((model, spec))
     }
 
-    fn added_tokens(&self, value: Option<&Value>) -> Result<Vec<(String, u32)>> {
+    /// The added tokens, and those that strip the white space around them.
+    fn added_tokens(&self, value: Option<&Value>) -> Result<AddedTokens> {
         let Some(value) = present(value) else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
         let Some(tokens) = value.as_array() else {
             return Err(self.error("added_tokens", "expected a list"));
         };
         let mut out = Vec::with_capacity(tokens.len());
+        let mut strips = Vec::new();
         for (i, token) in tokens.iter().enumerate() {
             let f = self.fields(token, &format!("added_tokens[{i}]"))?;
             let content = f.string(self, "content")?;
             let id = f.id(self, "id")?;
-            for flag in ["single_word", "lstrip", "rstrip", "normalized"] {
+            let (lstrip, rstrip) = (
+                f.flag(self, "lstrip", false)?,
+                f.flag(self, "rstrip", false)?,
+            );
+            if lstrip || rstrip {
+                strips.push(SpecialStrip {
+                    token: content.clone(),
+                    lstrip,
+                    rstrip,
+                });
+            }
+            for flag in ["single_word", "normalized"] {
                 if f.flag(self, flag, false)? {
                     return Err(self.error(
                         &f.place,
@@ -598,7 +620,7 @@ impl Reader<'_> {
             }
             out.push((content, id));
         }
-        Ok(out)
+        Ok((out, strips))
     }
 
     /// A normalizer: Hugging Face's steps that polytok has (the same
@@ -1221,6 +1243,9 @@ impl Fields<'_> {
         }
     }
 }
+
+/// A file's added tokens (text, id), and those that strip white space.
+type AddedTokens = (Vec<(String, u32)>, Vec<SpecialStrip>);
 
 /// `None` for an absent field or `null`.
 fn present(value: Option<&Value>) -> Option<&Value> {
