@@ -258,6 +258,10 @@ def test_unsupported_components_are_named_with_their_place(tmp_path, bert_docume
     assert 'model: the model "WordLevel" is not supported' in with_(model={"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"})
     added = [dict(bert_document["added_tokens"][0], normalized=True)] + bert_document["added_tokens"][1:]
     assert "added_tokens[0]: the added token \"[PAD]\" has normalized: true" in with_(added_tokens=added)
+    # Without a normalizer, matching after normalization is matching the text.
+    plain = {**bert_document, "normalizer": None, "padding": None, "added_tokens": [dict(t, normalized=True) for t in bert_document["added_tokens"]]}
+    (tmp_path / "plain.json").write_text(json.dumps(plain), encoding="utf-8")
+    assert polytok.load(tmp_path / "plain.json").encode("[MASK]", add_special_tokens=False).ids == [103]
     added = [dict(bert_document["added_tokens"][0], special=False)] + bert_document["added_tokens"][1:]
     assert "added_tokens[0]: the added token \"[PAD]\" is not special" in with_(added_tokens=added)
     assert "unknown field `extra`" in with_(model={**bert_document["model"], "extra": 1})

@@ -17,9 +17,10 @@
 //! - special tokens: Hugging Face's added tokens are recognized in every
 //!   call; a tokenizer read from a file does the same
 //!   (`always_special`); `lstrip`/`rstrip` become `special_token_strip`.
-//!   Added tokens matched after normalization (`normalized`) or as whole
-//!   words (`single_word`), and added tokens that are not special, are
-//!   refused by name (polytok matches special tokens in the text as given).
+//!   Added tokens matched after a normalizer (`normalized` where the file
+//!   has one) or as whole words (`single_word`), and added tokens that are
+//!   not special, are refused by name (polytok matches special tokens in
+//!   the text as given).
 //! - SentencePiece's `remove_extra_whitespaces` (`RemoveExtraWhitespaces`)
 //!   is written as three regex `Replace` steps.
 //! - Unigram: piece kinds are not in the format: control pieces are written
@@ -503,11 +504,11 @@ impl Reader<'_> {
                 return Err(self.error(key, "unknown field of a tokenizer.json"));
             }
         }
-        let (special_tokens, special_token_strip) =
-            self.added_tokens(document.get("added_tokens"))?;
         let normalizer = present(document.get("normalizer"))
             .map(|n| self.normalizer(n, "normalizer"))
             .transpose()?;
+        let (special_tokens, special_token_strip) =
+            self.added_tokens(document.get("added_tokens"), normalizer.is_some())?;
         let (pre_tokenizer, byte_level) = match present(document.get("pre_tokenizer")) {
             Some(p) => self.pre_tokenizer(p)?,
             None => (None, false),
@@ -580,7 +581,9 @@ impl Reader<'_> {
     }
 
     /// The added tokens, and those that strip the white space around them.
-    fn added_tokens(&self, value: Option<&Value>) -> Result<AddedTokens> {
+    /// `normalized`: matched in the normalized text, which is the text as
+    /// given when there is no normalizer.
+    fn added_tokens(&self, value: Option<&Value>, has_normalizer: bool) -> Result<AddedTokens> {
         let Some(value) = present(value) else {
             return Ok((Vec::new(), Vec::new()));
         };
@@ -605,7 +608,7 @@ impl Reader<'_> {
                 });
             }
             for flag in ["single_word", "normalized"] {
-                if f.flag(self, flag, false)? {
+                if f.flag(self, flag, false)? && (flag == "single_word" || has_normalizer) {
                     return Err(self.error(
                         &f.place,
                         format!("the added token {content:?} has {flag}: true, which polytok does not support (it matches added tokens in the text as given)"),
