@@ -34,7 +34,7 @@ from polytok._args import id_error, refuse_single_string, text_list, whole_numbe
 from polytok._component import Component
 from polytok._counting import without_surrogates
 from polytok import _files
-from polytok._files import PathLike, atomic_write, read_text
+from polytok._files import PathLike, atomic_write
 from polytok.pre_tokenizers import PreTokenizer
 from polytok.processors import PostProcessor
 
@@ -533,9 +533,10 @@ class Preset(Tokenizer):
         from polytok import load
 
         source = os.fspath(path)
-        if _files.sniff(path)[0] == "polytok":
+        kind, text = _files.sniff(path)
+        if kind == "polytok":
             # The model's own reader names what is wrong with its file.
-            tokenizer = from_json(read_text(path, "a polytok tokenizer file"), source, cls)
+            tokenizer = from_json(text, source, cls)
         else:
             tokenizer = load(path)
         if not isinstance(tokenizer, cls):
@@ -641,11 +642,6 @@ def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
         if isinstance(core, cls._core_type):
             return cls
     return None
-
-
-def load_json(path: PathLike) -> Tokenizer:
-    """The tokenizer of a polytok JSON file."""
-    return from_json(read_text(path, "a polytok tokenizer file"), os.fspath(path))
 
 
 #: The model's own files, by suffix: the model method that writes one,

@@ -43,7 +43,7 @@ use crate::text::bert::BertNormalizer;
 use crate::text::pattern::Pattern;
 use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
 use crate::tokenizer::PipelineSpec;
-use crate::unigram::{Piece, PieceKind, UnigramModel, Whitespace};
+use crate::unigram::{parse_byte_piece, Piece, PieceKind, UnigramModel, Whitespace};
 use crate::vocab::SpecialStrip;
 use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
@@ -485,7 +485,7 @@ impl Reader<'_> {
 
     fn read(&self, document: Document) -> Result<(Model, PipelineSpec)> {
         let Document {
-            model: model_document,
+            model: model_json,
             parts: document,
         } = document;
         for key in document.keys() {
@@ -526,7 +526,6 @@ impl Reader<'_> {
         let padding = present(document.get("padding"))
             .map(|p| serde_json::from_value(p.clone()).map_err(|e| self.error("padding", e)))
             .transpose()?;
-        let model_json = &model_document;
         let kind = model_json
             .settings
             .get("type")
@@ -547,14 +546,14 @@ impl Reader<'_> {
                     }
                     _ => Pattern::Whole,
                 };
-                self.bpe(model_json, special_tokens, pattern)?
+                self.bpe(&model_json, special_tokens, pattern)?
             }
             "WordPiece" => {
-                let model = self.wordpiece(model_json, normalizer.as_ref(), &special_tokens)?;
+                let model = self.wordpiece(&model_json, normalizer.as_ref(), &special_tokens)?;
                 (model, special_tokens)
             }
             "Unigram" => {
-                let model = self.unigram(model_json, &special_tokens)?;
+                let model = self.unigram(&model_json, &special_tokens)?;
                 (model, special_tokens)
             }
             "" => return Err(self.error("model", "no \"type\"")),
@@ -977,7 +976,6 @@ impl Reader<'_> {
         let expected = model.merge_list().ok_or_else(|| {
             self.error("model.merges", "the vocabulary's ids do not follow its merges: polytok merges by the id of the token a pair makes")
         })?;
-        let model_merges = expected.clone();
         let vocab = model.vocab();
         // The file's own names of the tokens (no decoding per merge).
         let ids: rustc_hash::FxHashMap<&str, u32> = tokens_by_name
@@ -1039,7 +1037,7 @@ impl Reader<'_> {
                 ));
             }
         }
-        let model = model.with_merges(model_merges);
+        let model = model.with_merges(expected);
         Ok((Model::Bpe(std::sync::Arc::new(model)), special))
     }
 
@@ -1112,7 +1110,7 @@ impl Reader<'_> {
             let (text, score) = (text.clone(), *score as f32);
             let kind = if unk == Some(id as u32) {
                 PieceKind::Unknown
-            } else if byte_fallback && is_byte_piece(&text) {
+            } else if byte_fallback && parse_byte_piece(&text).is_some() {
                 PieceKind::Byte
             } else if special.iter().any(|(t, i)| *i == id as u32 && *t == text) {
                 PieceKind::Control
@@ -1397,17 +1395,6 @@ fn rewrite_counted_plus(
         out.push_str(&piece);
     }
     Ok(out)
-}
-
-/// `<0xNN>`, upper-case hex.
-fn is_byte_piece(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() == 6
-        && b.starts_with(b"<0x")
-        && b[5] == b'>'
-        && b[3..5]
-            .iter()
-            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
 }
 
 /// The settings of a `BertNormalizer` step (alone, or first in a sequence).

@@ -337,7 +337,7 @@ pub(crate) fn push_utf8_lossy(text: &mut String, mut bytes: &[u8]) {
 
 /// The byte of a `<0xHH>` piece (upper-case hex digits, as SentencePiece
 /// writes and requires them).
-fn parse_byte_piece(text: &str) -> Option<u8> {
+pub(crate) fn parse_byte_piece(text: &str) -> Option<u8> {
     let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;
     let upper_hex = |b| matches!(b, b'0'..=b'9' | b'A'..=b'F');
     (hex.len() == 2 && hex.bytes().all(upper_hex))
