@@ -56,6 +56,8 @@ SNIPPET = '''
     import pickle
     from collections.abc import Iterator
 
+    import numpy as np
+
     import polytok
     from polytok import _core
 
@@ -85,7 +87,8 @@ SNIPPET = '''
     model = tok.model
     if isinstance(model, _core.Bpe):
         token_id: int | None = model.token_id(b"a")
-    flat: tuple[bytes, bytes] = tok._pipeline.encode_batch_flat(["a", "b"], False)
+    flat: polytok.FlatIds = tok.encode_batch_flat(["a", "b"], add_special_tokens=False)
+    first_ids: np.ndarray = flat.ids[flat.offsets[0] : flat.offsets[1]]
     model_pieces: list[str] = tok._pipeline.pieces("a b")
 
     counter = _core.PieceCounter("cl100k", ["<|endoftext|>"])

@@ -15,7 +15,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
-from polytok.tokenizer import Encoding, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
+from polytok.tokenizer import Encoding, FlatIds, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
 from polytok.report import Report, report
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
@@ -24,6 +24,7 @@ __all__ = [
     "BPETokenizer",
     "CorpusError",
     "Encoding",
+    "FlatIds",
     "Tokenizer",
     "decoders",
     "normalizers",

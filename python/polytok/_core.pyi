@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
 
+import numpy as np
+
 __all__ = [
     "PieceCounter",
     "Bpe",
@@ -279,8 +281,13 @@ class Pipeline:
         """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (see ``Tokenizer::decode``)."""
-    def encode_batch_flat(self, texts: list[str], add_special_tokens: bool = True) -> tuple[bytes, bytes]:
-        """The ids of many texts as buffers (native-endian ``u32``: every id, and the number of ids of each text): the tokens of each whole text, never truncated nor padded."""
+    def encode_batch_flat(
+        self,
+        texts: list[str],
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every id of a batch (``uint32``) and the ``n + 1`` offsets where each text's start (``int64``), encoded on all cores without the GIL: the tokens of each whole text, never truncated nor padded."""
     def pieces(self, text: str) -> list[str]:
         """The pieces the model gets for ``text``: normalized and pre-tokenized (no special tokens looked for)."""
     def without_special(self, ids: Sequence[int]) -> list[int]:

@@ -266,8 +266,8 @@ class _Subject:
         """Every id of ``texts`` and the number of each text's ids, as NumPy arrays."""
         import numpy as np
 
-        ids, counts = self.tokenizer._pipeline.encode_batch_flat(texts, False)
-        return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(counts, dtype=np.uint32)
+        ids, offsets = self.tokenizer.encode_batch_flat(texts, add_special_tokens=False)
+        return ids, np.diff(offsets)
 
 
 def _subject(tokenizer: Tokenizer, name: str, source: str, digest: str | None) -> _Subject:

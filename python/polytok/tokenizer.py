@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from polytok import _core
 from polytok._args import id_error, refuse_single_string, text_list, whole_numbers
@@ -42,6 +42,17 @@ if TYPE_CHECKING:
     import numpy as np
 
     from polytok.decoders import DecodeStream
+
+class FlatIds(NamedTuple):
+    """The ids of a batch of texts, flat (:meth:`Tokenizer.encode_batch_flat`):
+    text ``i``'s ids are ``ids[offsets[i]:offsets[i + 1]]``."""
+
+    #: Every id, one text after another (``uint32``).
+    ids: np.ndarray
+    #: Where each text's ids start, and the last one's end (``int64``,
+    #: ``len(texts) + 1`` of them).
+    offsets: np.ndarray
+
 
 _PIPELINE_PARTS = (
     "normalizer",
@@ -341,6 +352,30 @@ class Tokenizer:
             return self._pipeline.encode_batch_ids(texts, add_special_tokens, allowed)
         except UnicodeEncodeError:
             return self._pipeline.encode_batch_ids(_clean_inputs(texts), add_special_tokens, allowed)
+
+    def encode_batch_flat(
+        self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
+    ) -> FlatIds:
+        """The ids of many texts as two NumPy arrays, encoded on all cores
+        and written without the GIL (no Python object per id): ``ids``, every
+        id one text after another (``uint32``), and ``offsets``, where each
+        text's ids start, ``n + 1`` of them (``int64``): text ``i``'s ids are
+        ``ids[offsets[i]:offsets[i + 1]]``. Never truncated nor padded (see
+        :meth:`encode_batch_numpy` for a padded matrix).
+
+        >>> import polytok
+        >>> tok = polytok.BPETokenizer.train_from_iterator(["low lower lowest"] * 10, vocab_size=300)
+        >>> ids, offsets = tok.encode_batch_flat(["low", "lowest low", ""])
+        >>> offsets.tolist(), ids.dtype.name
+        ([0, 1, 5, 5], 'uint32')
+        """
+        texts = text_list(texts)
+        allowed = _allowed(allowed_special)
+        try:
+            ids, offsets = self._pipeline.encode_batch_flat(texts, add_special_tokens, allowed)
+        except UnicodeEncodeError:
+            ids, offsets = self._pipeline.encode_batch_flat(_clean_inputs(texts), add_special_tokens, allowed)
+        return FlatIds(ids, offsets)
 
     def encode_batch_numpy(
         self,

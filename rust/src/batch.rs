@@ -43,6 +43,11 @@ impl IdRuns {
         &self.ids
     }
 
+    /// Where each text's ids end in [`IdRuns::ids`].
+    pub fn ends(&self) -> &[usize] {
+        &self.ends
+    }
+
     /// Each text's ids, in order.
     pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
@@ -107,28 +112,86 @@ pub fn encode_batch(
     Ok(chunks.into_iter().flatten().collect())
 }
 
+/// Encodes `texts` on all cores into one vector of every id, one text
+/// after another, and the `n + 1` offsets where each text's ids start (and
+/// the last one's end). The chunks' ids are then copied into place on all
+/// cores too, into memory that nothing wrote before (`vec![0; n]` is fresh
+/// zeroed pages from the system, touched first by the copying threads): a
+/// copy at memory speed is all that this contiguous form costs.
+pub fn encode_flat(
+    texts: &[&str],
+    encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
+) -> Result<(Vec<u32>, Vec<i64>)> {
+    let chunks = encode_chunks(texts, encode, |runs| (runs.ids.clone(), runs.ends.clone()))?;
+    let mut ids = vec![0u32; chunks.iter().map(|(ids, _)| ids.len()).sum()];
+    let mut offsets = vec![0i64; texts.len() + 1];
+    // Each chunk's place in both vectors.
+    let mut id_parts = Vec::with_capacity(chunks.len());
+    let mut offset_parts = Vec::with_capacity(chunks.len());
+    let (mut id_rest, mut offset_rest) = (&mut ids[..], &mut offsets[1..]);
+    let mut base = 0;
+    for (chunk_ids, ends) in &chunks {
+        let (part, rest) = id_rest.split_at_mut(chunk_ids.len());
+        id_parts.push(part);
+        id_rest = rest;
+        let (part, rest) = offset_rest.split_at_mut(ends.len());
+        offset_parts.push((part, base));
+        offset_rest = rest;
+        base += chunk_ids.len() as i64;
+    }
+    id_parts
+        .into_par_iter()
+        .zip(offset_parts)
+        .zip(&chunks)
+        .for_each(|((id_part, (offset_part, base)), (chunk_ids, ends))| {
+            id_part.copy_from_slice(chunk_ids);
+            for (offset, &end) in offset_part.iter_mut().zip(ends) {
+                *offset = base + end as i64;
+            }
+        });
+    Ok((ids, offsets))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in encoder: each byte of a text is an id.
+    fn bytes_as_ids(chunk: &[&str], runs: &mut IdRuns) -> Result<()> {
+        for text in chunk {
+            runs.push(|ids| {
+                ids.extend(text.bytes().map(u32::from));
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
 
     #[test]
     fn runs_in_text_order() {
         let texts: Vec<String> = (0..1000).map(|i| "x".repeat(i % 7)).collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let encoded = encode_batch(&texts, |chunk, runs| {
-            for text in chunk {
-                runs.push(|ids| {
-                    ids.extend(text.bytes().map(u32::from));
-                    Ok(())
-                })?;
-            }
-            Ok(())
-        })
-        .unwrap();
+        let encoded = encode_batch(&texts, bytes_as_ids).unwrap();
         assert_eq!(encoded.len(), texts.len());
         for (ids, text) in encoded.iter().zip(&texts) {
             assert_eq!(ids, &text.bytes().map(u32::from).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn flat_ids_and_offsets_in_text_order() {
+        let texts: Vec<String> = (0..5000).map(|i| "xy".repeat(i % 5)).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (ids, offsets) = encode_flat(&texts, bytes_as_ids).unwrap();
+        assert_eq!(offsets.len(), texts.len() + 1);
+        assert_eq!(*offsets.last().unwrap() as usize, ids.len());
+        for (i, text) in texts.iter().enumerate() {
+            let own = &ids[offsets[i] as usize..offsets[i + 1] as usize];
+            assert_eq!(own, &text.bytes().map(u32::from).collect::<Vec<_>>()[..]);
+        }
+        let (ids, offsets) = encode_flat(&[], |_, _| Ok(())).unwrap();
+        assert!(ids.is_empty());
+        assert_eq!(offsets, [0]);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyTypeError, PyValueError,
@@ -23,6 +24,7 @@ use crate::progress::{Progress, Stage};
 use crate::text::bert::BertNormalizer;
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::text_stats;
+use crate::tokenizer::CUT_BYTES;
 use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
@@ -437,6 +439,18 @@ impl<'a, 'py> Settings<'a, 'py> {
 
 /// The ids of `text` (by `encode`) as a Python list, the GIL
 /// released for long texts.
+/// Runs the encoding of one input of `len` bytes: a short one on this
+/// thread with the GIL (releasing it costs more than such an encoding), a
+/// longer one without it, and one long enough to be cut in the pool, whose
+/// threads share it (`Tokenizer::encode_ids_into`).
+fn encode_one<T: Send>(py: Python<'_>, len: usize, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    if len >= CUT_BYTES {
+        in_pool(py, work)
+    } else {
+        guarded(py, len >= DETACH_BYTES, work)
+    }
+}
+
 fn encode_list<'py>(
     py: Python<'py>,
     ints: &Ints,
@@ -453,10 +467,7 @@ fn encode_list<'py>(
     IDS.with(|ids| {
         let ids = &mut *ids.borrow_mut();
         ids.clear();
-        guarded(py, text.len() >= DETACH_BYTES, || {
-            encode(text, &allowed, ids)
-        })?
-        .map_err(to_py)?;
+        encode_one(py, text.len(), || encode(text, &allowed, ids))?.map_err(to_py)?;
         let list = ints.list(py, ids);
         if ids.capacity() > 1 << 22 {
             *ids = Vec::new();
@@ -520,43 +531,24 @@ fn encode_batch_lists<'py>(
     PyList::new(py, lists)
 }
 
-/// The ids of a chunk of texts, one after another, and the number of ids of
-/// each text.
-type FlatChunk = (Vec<u32>, Vec<u32>);
+/// Every id of a batch and where each text's start (see `encode_batch_flat`).
+type FlatArrays<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
 
-/// A batch as two buffers of native-endian `u32`s, for NumPy
-/// (`np.frombuffer`): every id, one text after another, and the number of
-/// ids of each text. No Python int per id: the token-efficiency
-/// report counts millions of tokens and keeps none of them as objects.
+/// A batch's ids as two NumPy arrays, built without the GIL (see
+/// `batch::encode_flat`): every id, one text after another (`uint32`), and
+/// the `n + 1` offsets where each text's ids start and the last one's end
+/// (`int64`). The arrays own the vectors the pool wrote: no copy under the
+/// GIL, no Python object per id.
 fn encode_batch_flat<'py>(
     py: Python<'py>,
     texts: &Bound<'_, PyList>,
     encode_texts: impl Fn(&[&str], &mut IdRuns) -> Result<(), Error> + Sync,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<FlatArrays<'py>> {
     let texts = strings(texts)?;
     let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let chunks = in_pool(py, || {
-        batch::encode_chunks(&texts, &encode_texts, |runs| {
-            let counts: Vec<u32> = runs.iter().map(|ids| ids.len() as u32).collect();
-            (runs.ids().to_vec(), counts)
-        })
-    })?
-    .map_err(to_py)?;
-    // Straight into the bytes objects, chunk after chunk.
-    let bytes = |part: fn(&FlatChunk) -> &Vec<u32>| {
-        let len = chunks.iter().map(|c| part(c).len()).sum::<usize>() * 4;
-        PyBytes::new_with(py, len, |buffer| {
-            let mut words = buffer.chunks_exact_mut(4);
-            for value in chunks.iter().flat_map(part) {
-                words
-                    .next()
-                    .expect("sized for every value")
-                    .copy_from_slice(&value.to_ne_bytes());
-            }
-            Ok(())
-        })
-    };
-    Ok((bytes(|c| &c.0)?, bytes(|c| &c.1)?))
+    let (ids, offsets) =
+        in_pool(py, || batch::encode_flat(&texts, &encode_texts))?.map_err(to_py)?;
+    Ok((ids.into_pyarray(py), offsets.into_pyarray(py)))
 }
 
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).

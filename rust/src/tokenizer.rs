@@ -23,6 +23,7 @@ use crate::processors::{
     Padding, PaddingStrategy, Part, PostProcessor, SequenceId, Template, Truncation,
 };
 use crate::text::normalizers::Normalizer;
+use crate::text::pattern::PreTokenizer as PatternSplitter;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
 use crate::text::{CharIndex, Normalized};
 use crate::vocab::{
@@ -92,6 +93,11 @@ struct Scratch {
     ids: Vec<u32>,
     ends: Vec<u32>,
 }
+
+/// A text at least this long is cut and encoded on all cores (see
+/// `Tokenizer::cut_sequence_ids`): below it, handing parts to other threads
+/// costs more than it saves.
+pub const CUT_BYTES: usize = 1 << 18;
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
@@ -235,7 +241,8 @@ impl Tokenizer {
         track: bool,
     ) -> Result<Encoding> {
         let matcher = self.matcher(allowed)?;
-        let mut encoding = self.encode_one(a, b, add_special_tokens, matcher.as_deref(), track)?;
+        let mut encoding =
+            self.encode_one(a, b, add_special_tokens, matcher.as_deref(), track, true)?;
         if let Some(p) = &self.padding {
             if let PaddingStrategy::Fixed(_) = p.strategy {
                 p.apply(&mut encoding, p.target(0));
@@ -261,7 +268,7 @@ impl Tokenizer {
         let mut encodings = inputs
             .par_iter()
             .with_min_len(16)
-            .map(|&(a, b)| self.encode_one(a, b, add_special_tokens, matcher, track))
+            .map(|&(a, b)| self.encode_one(a, b, add_special_tokens, matcher, track, false))
             .collect::<Result<Vec<_>>>()?;
         if let Some(p) = &self.padding {
             let longest = encodings
@@ -294,6 +301,8 @@ impl Tokenizer {
         )
     }
 
+    /// One input's encoding; `share`: a long text may be shared among the
+    /// pool's threads (see `sequence_ids_shared`).
     fn encode_one(
         &self,
         a: &str,
@@ -301,6 +310,7 @@ impl Tokenizer {
         add_special_tokens: bool,
         matcher: Option<&AhoCorasick>,
         track: bool,
+        share: bool,
     ) -> Result<Encoding> {
         let template = self.template.as_ref().filter(|_| add_special_tokens);
         let Some(truncation) = &self.truncation else {
@@ -318,27 +328,27 @@ impl Tokenizer {
                                     SequenceId::B => (b.expect("a pair template with a pair"), 1),
                                 };
                                 self.encode_sequence(
-                                    text, sequence, type_id, matcher, track, &mut out,
+                                    text, sequence, type_id, matcher, track, share, &mut out,
                                 )?;
                             }
                         }
                     }
                 }
                 None => {
-                    self.encode_sequence(a, 0, 0, matcher, track, &mut out)?;
+                    self.encode_sequence(a, 0, 0, matcher, track, share, &mut out)?;
                     if let Some(b) = b {
-                        self.encode_sequence(b, 1, 1, matcher, track, &mut out)?;
+                        self.encode_sequence(b, 1, 1, matcher, track, share, &mut out)?;
                     }
                 }
             }
             return Ok(out);
         };
         let mut first = Encoding::default();
-        self.encode_sequence(a, 0, 0, matcher, track, &mut first)?;
+        self.encode_sequence(a, 0, 0, matcher, track, share, &mut first)?;
         let mut second = match b {
             Some(b) => {
                 let mut second = Encoding::default();
-                self.encode_sequence(b, 1, 1, matcher, track, &mut second)?;
+                self.encode_sequence(b, 1, 1, matcher, track, share, &mut second)?;
                 Some(second)
             }
             None => None,
@@ -400,7 +410,10 @@ impl Tokenizer {
     }
 
     /// Appends the ids of `text`, with the template when
-    /// `add_special_tokens`, for an `ids_direct` tokenizer.
+    /// `add_special_tokens`, for an `ids_direct` tokenizer. A long text is
+    /// cut and encoded on all cores of the current pool where the
+    /// pre-tokenizer allows it (see `cut_sequence_ids`); call this from
+    /// outside any parallel loop of the pipeline's.
     pub fn encode_ids_into(
         &self,
         text: &str,
@@ -409,7 +422,88 @@ impl Tokenizer {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let matcher = self.matcher(allowed)?;
-        self.single_ids_into(text, add_special_tokens, matcher.as_deref(), out)
+        let matcher = matcher.as_deref();
+        match self.cut_splitter(text) {
+            Some(splitter) => self.with_template(add_special_tokens, out, |out| {
+                self.cut_sequence_ids(text, splitter, matcher, out)
+            }),
+            None => self.single_ids_into(text, add_special_tokens, matcher, out),
+        }
+    }
+
+    /// The pre-tokenizer to cut `text` with, if it is long enough to share
+    /// among threads and the pipeline's pieces come from a preset pattern
+    /// straight from the text (no normalizer).
+    fn cut_splitter(&self, text: &str) -> Option<&PatternSplitter> {
+        if text.len() < CUT_BYTES || rayon::current_num_threads() < 2 || self.normalizer.is_some() {
+            return None;
+        }
+        match &self.pre_tokenizer {
+            Some(PreTokenizer::Pattern(splitter)) => Some(splitter),
+            _ => None,
+        }
+    }
+
+    /// Appends the ids of one long text (no template) as `sequence_ids`
+    /// does, on all cores: the text between special tokens is cut where the
+    /// pattern's pieces are sure to end (`PatternSplitter::cuts`), and the
+    /// parts, which split into the pieces of the whole, are encoded apart
+    /// and their ids joined in order. Exact, since BPE encodes each piece on
+    /// its own. The special tokens are found first, in the whole text: a cut
+    /// could fall inside one. No thread-local is borrowed while this thread
+    /// waits for the parts: the pool may hand it other work meanwhile.
+    fn cut_sequence_ids(
+        &self,
+        text: &str,
+        splitter: &PatternSplitter,
+        matcher: Option<&AhoCorasick>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        enum Part {
+            Special(u32),
+            Text(Range<usize>),
+        }
+        // A few parts per thread, so that a slow part (rare pieces) does not
+        // leave the others idle at the end.
+        let every = (text.len() / (4 * rayon::current_num_threads())).max(CUT_BYTES / 4);
+        let mut parts = Vec::new();
+        split_special(
+            text,
+            matcher,
+            &self.special_token_strip,
+            |segment| -> Result<()> {
+                match segment {
+                    Segment::Special(token) => parts.push(Part::Special(self.special_id(token))),
+                    Segment::Text(part) => {
+                        let start = part.as_ptr() as usize - text.as_ptr() as usize;
+                        let mut from = start;
+                        for cut in splitter.cuts(part, every) {
+                            parts.push(Part::Text(from..start + cut));
+                            from = start + cut;
+                        }
+                        parts.push(Part::Text(from..start + part.len()));
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        let ids = parts
+            .par_iter()
+            .map(|part| match part {
+                Part::Special(id) => Ok(vec![*id]),
+                Part::Text(range) => SCRATCH.with(|scratch| {
+                    let mut ids = Vec::new();
+                    let part = &text[range.clone()];
+                    self.stretch_ids(part, range.start, &mut scratch.borrow_mut(), &mut ids)?;
+                    Ok(ids)
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        out.reserve(ids.iter().map(Vec::len).sum());
+        for part in ids {
+            out.extend_from_slice(&part);
+        }
+        Ok(())
     }
 
     /// The ids of `text` without the template (for tests).
@@ -459,13 +553,30 @@ impl Tokenizer {
         matcher: Option<&AhoCorasick>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
+        self.with_template(add_special_tokens, out, |out| {
+            self.sequence_ids(text, matcher, out)
+        })
+    }
+
+    /// Appends the template's ids around those `sequence` appends (when
+    /// `add_special_tokens` and there is a template), or these alone.
+    fn with_template(
+        &self,
+        add_special_tokens: bool,
+        out: &mut Vec<u32>,
+        sequence: impl FnOnce(&mut Vec<u32>) -> Result<()>,
+    ) -> Result<()> {
         let Some(template) = self.template.as_ref().filter(|_| add_special_tokens) else {
-            return self.sequence_ids(text, matcher, out);
+            return sequence(out);
         };
+        let mut sequence = Some(sequence);
         for part in template.parts(false)? {
             match part {
                 Part::Tokens { ids, .. } => out.extend_from_slice(ids),
-                Part::Sequence { .. } => self.sequence_ids(text, matcher, out)?,
+                Part::Sequence { .. } => {
+                    let sequence = sequence.take().expect("a single template has one sequence");
+                    sequence(out)?
+                }
             }
         }
         Ok(())
@@ -560,13 +671,11 @@ impl Tokenizer {
         type_id: u32,
         matcher: Option<&AhoCorasick>,
         track: bool,
+        share: bool,
         out: &mut Encoding,
     ) -> Result<()> {
         if !track {
-            SEQUENCE_IDS.with(|ids| -> Result<()> {
-                let ids = &mut *ids.borrow_mut();
-                ids.clear();
-                self.sequence_ids(text, matcher, ids)?;
+            let push_ids = |ids: &[u32], out: &mut Encoding| {
                 out.tokens.extend(ids.iter().map(|&id| {
                     Token::new(
                         id,
@@ -576,10 +685,24 @@ impl Tokenizer {
                         (0, 0),
                         None,
                     )
-                }));
+                }))
+            };
+            // A shared text is encoded into a vector of its own: the
+            // thread-local one must not stay borrowed while this thread
+            // waits for the others, which could hand it other work.
+            if let Some(splitter) = self.cut_splitter(text).filter(|_| share) {
+                let mut ids = Vec::new();
+                self.cut_sequence_ids(text, splitter, matcher, &mut ids)?;
+                push_ids(&ids, out);
+                return Ok(());
+            }
+            return SEQUENCE_IDS.with(|ids| {
+                let ids = &mut *ids.borrow_mut();
+                ids.clear();
+                self.sequence_ids(text, matcher, ids)?;
+                push_ids(ids, out);
                 Ok(())
-            })?;
-            return Ok(());
+            });
         }
         let chars = CharIndex::new(text);
         let mut word = 0u32;

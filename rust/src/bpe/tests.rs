@@ -492,3 +492,54 @@ fn random_rank_tables_encode_as_tiktoken() {
         }
     }
 }
+
+#[test]
+fn a_long_text_cut_among_threads_has_the_ids_of_the_whole() {
+    // Cut text (see `Tokenizer::cut_sequence_ids`) on four threads against
+    // the same text on one, with special tokens across the parts and a
+    // template around them.
+    let line = "Les naïfs s'écrient: « Straße 42 »\t東京は晴れ. It's 3.14159, isn't it?\r\n";
+    let mut text = String::new();
+    for i in 0..8000 {
+        text.push_str(line);
+        if i % 900 == 0 {
+            text.push_str("<|endoftext|>");
+        }
+    }
+    assert!(text.len() > 1 << 19);
+    let mut s = settings(600, Pattern::O200k);
+    s.special_tokens = vec!["<|endoftext|>".to_owned()];
+    let model = Model::Bpe(std::sync::Arc::new(
+        train(counts(Pattern::O200k, &[line]), &s, &Progress::silent()).unwrap(),
+    ));
+    let eot = model.token_id(b"<|endoftext|>").unwrap();
+    let mut spec = crate::presets::preset_spec(&model);
+    spec.post_processor = Some(
+        serde_json::from_value(serde_json::json!({
+            "type": "TemplateProcessing",
+            "single": [
+                {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+            ],
+            "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [eot], "tokens": ["<|endoftext|>"]}},
+        }))
+        .unwrap(),
+    );
+    let tokenizer = crate::tokenizer::Tokenizer::new(model, &spec).unwrap();
+    let ids_on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut ids = Vec::new();
+            tokenizer
+                .encode_ids_into(&text, true, &AllowedSpecial::All, &mut ids)
+                .unwrap();
+            ids
+        })
+    };
+    let whole = ids_on(1);
+    assert_eq!(whole.iter().filter(|&&id| id == eot).count(), 10);
+    assert_eq!(ids_on(4), whole);
+}

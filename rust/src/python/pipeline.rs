@@ -15,8 +15,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::{
-    allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
-    strings, to_py, Bpe, GcPause, Ints, Unigram, WordPiece, DETACH_BYTES,
+    allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, encode_one,
+    guarded, in_pool, strings, to_py, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -167,8 +167,7 @@ impl Pipeline {
         let allowed = allowed_special_tokens(allowed_special)?;
         let a = text.to_str()?;
         let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
-        let long = a.len() + b.map_or(0, str::len) >= DETACH_BYTES;
-        let encoding = guarded(py, long, || {
+        let encoding = encode_one(py, a.len() + b.map_or(0, str::len), || {
             self.tokenizer
                 .encode(a, b, add_special_tokens, &allowed, offsets)
         })?
@@ -233,8 +232,7 @@ impl Pipeline {
             });
         }
         let allowed = allowed_special_tokens(allowed_special)?;
-        let long = text.len() + pair.map_or(0, str::len) >= DETACH_BYTES;
-        let encoding = guarded(py, long, || {
+        let encoding = encode_one(py, text.len() + pair.map_or(0, str::len), || {
             tokenizer.encode(text, pair, add_special_tokens, &allowed, false)
         })?
         .map_err(to_py)?;
@@ -376,20 +374,22 @@ impl Pipeline {
         .map_err(to_py)
     }
 
-    /// The ids of many texts as two `u32` buffers for NumPy (see
-    /// `encode_batch_flat` in `python.rs`): the tokens of each whole text,
-    /// with the template when `add_special_tokens`, never truncated nor
-    /// padded.
-    #[pyo3(signature = (texts, add_special_tokens = true))]
+    /// Every id of a batch and where each text's start, as NumPy arrays
+    /// (see `encode_batch_flat` in `python.rs`): the tokens of each whole
+    /// text, with the template when `add_special_tokens`, never truncated
+    /// nor padded.
+    #[pyo3(signature = (texts, add_special_tokens = true, allowed_special = None))]
     fn encode_batch_flat<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'_, PyList>,
         add_special_tokens: bool,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        allowed_special: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<FlatArrays<'py>> {
+        let allowed = allowed_special_tokens(allowed_special)?;
         encode_batch_flat(py, texts, |chunk, runs| {
             self.tokenizer
-                .encode_texts(chunk, add_special_tokens, &AllowedSpecial::None, runs)
+                .encode_texts(chunk, add_special_tokens, &allowed, runs)
         })
     }
 

@@ -192,6 +192,17 @@ impl PreTokenizer {
         }
     }
 
+    /// Byte positions of `text`, at least `every` bytes apart, where the
+    /// pieces are sure to end: the parts of the text cut there split into
+    /// the pieces of the whole (see `scanner::cuts`). None for a pattern
+    /// that makes no such promise (a user's regular expression).
+    pub fn cuts(&self, text: &str, every: usize) -> Vec<usize> {
+        match &self.engine {
+            Engine::Scanner(_) => scanner::cuts(text, every),
+            _ => Vec::new(),
+        }
+    }
+
     /// The pieces of `text` as a vector (for tests and inspection).
     pub fn split<'t>(&self, text: &'t str) -> Result<Vec<&'t str>> {
         let mut pieces = Vec::new();

@@ -301,6 +301,49 @@ pub fn for_each_piece<'t>(preset: Preset, text: &'t str, mut f: impl FnMut(&'t s
     }
 }
 
+/// Byte positions of `text`, at least `every` bytes apart, where each
+/// preset's pieces are sure to end, so that the text cut there splits into
+/// the same pieces, part by part. A cut lies after a letter (`\p{L}`)
+/// followed by a character that is neither a letter, a mark (`\p{M}`) nor an
+/// apostrophe: no alternative of the three patterns holds a letter followed
+/// by such a character (letters run on through letters, o200k's also
+/// through marks and a contraction `'s`), and as the part before a cut ends
+/// in a letter, its `$` and `(?!\S)` alternatives, which look at the end,
+/// match there as they do in the whole text. Linear in the text: text with
+/// no such place (all Han, say) is scanned once and not cut.
+pub fn cuts(text: &str, every: usize) -> Vec<usize> {
+    let cursor = Text {
+        text,
+        table: table(),
+    };
+    let mut cuts = Vec::new();
+    let mut pos = every.max(1);
+    let mut letter_before = false;
+    while pos < text.len() {
+        // Start on a character, looking at the one before it.
+        while !text.is_char_boundary(pos) {
+            pos += 1;
+        }
+        if let Some(before) = text[..pos].chars().next_back() {
+            letter_before = cursor.table.get(before) & LETTER != 0;
+        }
+        let mut found = None;
+        while let Some((c, class, len)) = cursor.at(pos) {
+            let ends_letters = class & (LETTER | UPPERISH | LOWERISH) == 0 && c != '\'';
+            if letter_before && ends_letters {
+                found = Some(pos);
+                break;
+            }
+            letter_before = class & LETTER != 0;
+            pos += len;
+        }
+        let Some(cut) = found else { break };
+        cuts.push(cut);
+        pos = cut + every.max(1);
+    }
+    cuts
+}
+
 /// A contraction at `pos` (which holds an apostrophe): `'s 't 'm 'd 'll 've
 /// 're`, lowercase only or in any case (`(?i:...)`, where the long s `ſ`
 /// folds to `s`). Returns the end of the contraction.

@@ -125,3 +125,48 @@ fn invalid_user_pattern_is_an_error() {
         .unwrap();
     assert!(err.to_string().contains("invalid pre-tokenization pattern"));
 }
+
+#[test]
+fn text_cut_at_cuts_splits_into_the_pieces_of_the_whole() {
+    let engines = engines();
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut cut_somewhere = 0;
+    for _ in 0..20_000 {
+        let text = random_text(&mut rng, 40);
+        let every = 1 + (rng.next() % 6) as usize;
+        for (fast, reference) in &engines {
+            let cuts = fast.cuts(&text, every);
+            cut_somewhere += usize::from(!cuts.is_empty());
+            // Against the regex engine, not the scanner the rule is written
+            // for: the rule is about the patterns.
+            let mut parts = Vec::new();
+            let mut start = 0;
+            for &cut in cuts.iter().chain([text.len()].iter()) {
+                assert!(cut > start || cut == text.len(), "cuts advance: {cuts:?}");
+                parts.extend(reference.split(&text[start..cut]).unwrap());
+                start = cut;
+            }
+            assert_eq!(
+                parts,
+                reference.split(&text).unwrap(),
+                "{} cut at {cuts:?}: {text:?}",
+                fast.pattern().spec()
+            );
+        }
+    }
+    assert!(cut_somewhere > 10_000, "the test cuts ({cut_somewhere})");
+}
+
+#[test]
+fn cuts_are_apart_and_on_characters() {
+    let text = "Über naïve straße – 東京 ok ".repeat(50);
+    let cuts = PreTokenizer::new(Pattern::Cl100k).unwrap().cuts(&text, 7);
+    assert!(cuts.len() > 50);
+    assert!(cuts.windows(2).all(|w| w[1] >= w[0] + 7));
+    assert!(cuts
+        .iter()
+        .all(|&c| text.is_char_boundary(c) && c < text.len()));
+    // A user's pattern promises nothing.
+    let user = PreTokenizer::new(Pattern::Regex(r"\w+|\W".into())).unwrap();
+    assert!(user.cuts(&text, 7).is_empty());
+}
