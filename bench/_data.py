@@ -40,7 +40,9 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = BENCH_DIR.parent
-SHARED_DIR = PROJECT_ROOT.parent / "shared"
+# ``$POLYTOK_SHARED``: where ../shared/ is on a machine without it beside the
+# project (a borrowed many-core machine the corpus is carried to).
+SHARED_DIR = Path(os.environ.get("POLYTOK_SHARED") or PROJECT_ROOT.parent / "shared")
 ARCHIVE = SHARED_DIR / "corpora" / "bench.tar.xz"
 CACHE_DIR = Path(os.environ.get("POLYTOK_BENCH_DATA") or Path(tempfile.gettempdir()) / "polytok-bench-data")
 

@@ -29,8 +29,10 @@ reports the median. Workloads:
   ``bench/train.py --model unigram``).
 
 The references' training is slow on one thread (tokenizers about 50 s at
-100 MB, sentencepiece about 80 s at 20 MB); ``--ref-threads`` (default: the
-fewest and the most threads) says at which thread counts they run.
+100 MB, sentencepiece about 80 s at 20 MB): ``--ref-threads`` (default: the
+fewest and the most threads) says at which thread counts they train, once
+each (no median), and tiktoken's documents, which use one thread whatever
+n, run there too. ``--libs`` keeps some libraries only.
 Throughput is MB/s of UTF-8 input (10^6 bytes); training is seconds.
 """
 
@@ -120,11 +122,11 @@ def run_child_mode(args) -> None:
 # -------------------------------------------------------------------- parent
 
 
-def measure(args, workload: str, lib: str, threads: int, check: bool) -> dict | None:
+def measure(args, workload: str, lib: str, threads: int, check: bool, runs: int) -> dict | None:
     with tempfile.TemporaryDirectory(prefix="polytok-scaling-") as scratch:
         cmd = [
             sys.executable, __file__, "--child", "--workload", workload, "--lib", lib,
-            "--threads-child", str(threads), "--runs", str(args.runs), "--scratch", scratch,
+            "--threads-child", str(threads), "--runs", str(runs), "--scratch", scratch,
             "--batch-mb", str(args.batch_mb), "--doc-mb", str(args.doc_mb),
             "--bpe-mb", str(args.bpe_mb), "--unigram-mb", str(args.unigram_mb),
         ] + (["--check"] if check else [])
@@ -144,7 +146,8 @@ def report(args, workload: str, results: dict) -> None:
     unit = "s" if training else "MB/s"
     headers = ["library"] + [f"{n} thr" for n in args.threads] + [f"{args.threads[-1]} vs 1"]
     rows = []
-    for lib in LIBS[workload]:
+    ran = [lib for lib in LIBS[workload] if any((lib, n) in results for n in args.threads)]
+    for lib in ran:
         cells = []
         for n in args.threads:
             r = results.get((lib, n))
@@ -153,8 +156,8 @@ def report(args, workload: str, results: dict) -> None:
         gain = None if first is None or last is None else (first / last if training else last / first)
         rows.append([lib] + cells + [None if gain is None else f"{gain:.2f}x"])
     # polytok against each reference, thread count by thread count.
-    mine = [lib for lib in LIBS[workload] if lib.startswith("polytok")]
-    for ref in (lib for lib in LIBS[workload] if lib in REFERENCES):
+    mine = [lib for lib in ran if lib.startswith("polytok")]
+    for ref in (lib for lib in ran if lib in REFERENCES):
         for lib in mine:
             ratio = []
             for n in args.threads:
@@ -165,7 +168,7 @@ def report(args, workload: str, results: dict) -> None:
     exact = {lib: r["exact"] for (lib, _), r in results.items() if r.get("exact") is not None}
     if exact:
         print("ids equal tiktoken's: " + ", ".join(f"{lib} {'yes' if ok else 'NO'}" for lib, ok in exact.items()))
-    rss = {lib: max(r["rss_mb"] for (l2, _), r in results.items() if l2 == lib) for lib in LIBS[workload] if any(l2 == lib for (l2, _) in results)}
+    rss = {lib: max(r["rss_mb"] for (other, _), r in results.items() if other == lib) for lib in ran}
     print("peak RSS, MB: " + ", ".join(f"{lib} {v:,.0f}" for lib, v in rss.items()) + "\n", flush=True)
 
 
@@ -174,6 +177,7 @@ def main() -> None:
     ap.add_argument("--threads", help="thread counts (default 1,2,4,8,16, up to the machine's CPUs)")
     ap.add_argument("--ref-threads", help="thread counts at which the references train (default: the first and the last)")
     ap.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    ap.add_argument("--libs", help="comma-separated libraries to run, as the tables name them (default: all)")
     ap.add_argument("--runs", type=int, default=3, help="timed calls per child (median)")
     ap.add_argument("--batch-mb", type=float, default=30.0)
     ap.add_argument("--doc-mb", type=float, default=8.0)
@@ -206,15 +210,22 @@ def main() -> None:
             ap.error(f"unknown workload {w!r}: choose from {', '.join(WORKLOADS)}")
     _data.data_dir()
     print(f"{_data.machine_note()}; {_data.polytok_note()}; {_data.load_note()}", flush=True)
+    chosen = set(args.libs.split(",")) if args.libs else None
     for workload in workloads:
         results = {}
+        training = workload.startswith("train")
         for n in args.threads:
             for lib in LIBS[workload]:
-                training_ref = workload.startswith("train") and lib in REFERENCES
-                if training_ref and n not in ref_threads:
+                if chosen is not None and lib not in chosen:
                     continue
-                check = n == args.threads[0] and not workload.startswith("train") and lib != "tiktoken"
-                result = measure(args, workload, lib, n, check)
+                # References whose time does not depend on n here, or which
+                # take long, run at the --ref-threads counts only.
+                fixed = (training or workload == "document") and lib in REFERENCES
+                if fixed and n not in ref_threads:
+                    continue
+                check = n == args.threads[0] and not training and lib != "tiktoken"
+                runs = 1 if training and lib in REFERENCES else args.runs
+                result = measure(args, workload, lib, n, check, runs)
                 if result is not None:
                     results[(lib, n)] = result
         report(args, workload, results)

@@ -19,6 +19,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
@@ -89,9 +90,14 @@ impl MergeBuffers {
 }
 
 /// Pieces merged earlier, with their ids. Keys and ids live in two flat
-/// arenas, so a new entry costs no allocation of its own.
+/// arenas, so a new entry costs no allocation of its own. The keys are the
+/// user's text, so the table hashes them with a random key (foldhash, not
+/// the vocabulary's FxHash): text crafted to collide in a known hash would
+/// otherwise pile its pieces into one probe sequence and make each lookup
+/// scan them all.
 #[derive(Default)]
 pub(crate) struct PieceCache {
+    hasher: foldhash::fast::RandomState,
     table: HashTable<CacheEntry>,
     keys: Vec<u8>,
     ids: Vec<u32>,
@@ -111,6 +117,11 @@ struct CacheEntry {
 const CACHE_KEY_BYTES: usize = 4 << 20;
 
 impl PieceCache {
+    #[inline]
+    fn hash(&self, piece: &[u8]) -> u64 {
+        self.hasher.hash_one(piece)
+    }
+
     #[inline]
     fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
         self.table
@@ -208,8 +219,13 @@ impl BpeModel {
         }
         // Very long pieces are rare and would crowd the cache.
         let cacheable = piece.len() <= CACHED_PIECE;
+        let cache_hash = if cacheable {
+            state.cache.hash(piece)
+        } else {
+            0
+        };
         if cacheable {
-            if let Some(ids) = state.cache.get(piece, hash) {
+            if let Some(ids) = state.cache.get(piece, cache_hash) {
                 out.extend_from_slice(ids);
                 return;
             }
@@ -234,7 +250,7 @@ impl BpeModel {
             self.merge_below(piece, NO_RANK, out, &mut state.buffers);
         }
         if cacheable {
-            state.cache.insert(piece, hash, &out[start..]);
+            state.cache.insert(piece, cache_hash, &out[start..]);
         }
     }
 
