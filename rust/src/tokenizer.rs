@@ -464,8 +464,9 @@ impl Tokenizer {
             Text(Range<usize>),
         }
         // A few parts per thread, so that a slow part (rare pieces) does not
-        // leave the others idle at the end.
-        let every = (text.len() / (4 * rayon::current_num_threads())).max(CUT_BYTES / 4);
+        // leave the others idle at the end; none so small that handing it
+        // over costs more than a fraction of its encoding.
+        let every = (text.len() / (4 * rayon::current_num_threads())).max(1 << 15);
         let mut parts = Vec::new();
         split_special(
             text,
