@@ -273,8 +273,8 @@ class Pipeline:
         pad_id: int,
         add_special_tokens: bool = True,
         allowed_special: _AllowedSpecial = None,
-    ) -> tuple[bytes, bytes, bytes, bytes, int]:
-        """A batch as arrays for NumPy: ``(ids, attention_mask, type_ids, lengths, width)``, the first four native-endian ``u32`` bytes, the first three ``len(inputs) x width`` row-major."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A batch as NumPy ``uint32`` arrays, built without the GIL: ``(ids, attention_mask, type_ids, lengths)``, the first three ``len(inputs) x width``."""
     def id_to_token(self, id: int) -> str:
         """A token's text (bytes that are not UTF-8 shown as ``<0xNN>``)."""
     def token_to_id(self, token: str) -> int | None:

@@ -389,8 +389,6 @@ class Tokenizer:
         ``uint32`` (padded as the tokenizer's padding says, or to the
         longest with the pad id, 0 if there is no pad token), and
         ``lengths``, the tokens of each row. No Python object per token."""
-        import numpy as np
-
         inputs = _inputs(inputs)
         pad_id = self._padding["pad_id"] if self._padding else 0
         allowed = _allowed(allowed_special)
@@ -398,14 +396,8 @@ class Tokenizer:
             arrays = self._pipeline.encode_batch_arrays(inputs, pad_id, add_special_tokens, allowed)
         except UnicodeEncodeError:
             arrays = self._pipeline.encode_batch_arrays(_clean_inputs(inputs), pad_id, add_special_tokens, allowed)
-        ids, mask, types, lengths, width = arrays
-        shape = (len(inputs), width)
-        return {
-            "ids": np.frombuffer(ids, dtype=np.uint32).reshape(shape),
-            "attention_mask": np.frombuffer(mask, dtype=np.uint32).reshape(shape),
-            "type_ids": np.frombuffer(types, dtype=np.uint32).reshape(shape),
-            "lengths": np.frombuffer(lengths, dtype=np.uint32),
-        }
+        ids, mask, types, lengths = arrays
+        return {"ids": ids, "attention_mask": mask, "type_ids": types, "lengths": lengths}
 
     # ---------------------------------------------------------------- vocabulary
 

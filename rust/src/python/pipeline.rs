@@ -9,9 +9,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PySlice, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::{
@@ -89,14 +90,13 @@ fn model_of(model: &Bound<'_, PyAny>) -> PyResult<(Model, Arc<Ints>)> {
 /// One input of a batch: a text, or a pair of texts.
 type Input<'py> = (Bound<'py, PyString>, Option<Bound<'py, PyString>>);
 
-/// A batch as NumPy's bytes: ids, attention mask, type ids, lengths, and
-/// the width of a row.
+/// A batch as NumPy arrays: ids, attention mask and type ids (`n` rows of
+/// the batch's width each), and the tokens of each row.
 type Arrays<'py> = (
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    usize,
+    Bound<'py, PyArray2<u32>>,
+    Bound<'py, PyArray2<u32>>,
+    Bound<'py, PyArray2<u32>>,
+    Bound<'py, PyArray1<u32>>,
 );
 
 /// A token as pickled: id, type id, special, sequence, offsets, word.
@@ -308,27 +308,23 @@ impl Pipeline {
             // padding: writing it is much of the work.)
             let matrix = |field: &(dyn Fn(&Token) -> u32 + Sync),
                           pad: &(dyn Fn(&RustEncoding) -> u32 + Sync)| {
-                let mut buffer = vec![0u8; encodings.len() * width * 4];
-                buffer
-                    .par_chunks_exact_mut((width * 4).max(1))
+                let mut matrix = vec![0u32; encodings.len() * width];
+                matrix
+                    .par_chunks_exact_mut(width.max(1))
                     .zip(&encodings)
                     .for_each(|(row, e)| {
-                        let fill = pad(e).to_ne_bytes();
-                        let (before, rest) = row.split_at_mut(e.first_token() * 4);
-                        let (tokens, after) = rest.split_at_mut(e.tokens.len() * 4);
-                        for word in before.chunks_exact_mut(4).chain(after.chunks_exact_mut(4)) {
-                            word.copy_from_slice(&fill);
-                        }
-                        for (word, token) in tokens.chunks_exact_mut(4).zip(&e.tokens) {
-                            word.copy_from_slice(&field(token).to_ne_bytes());
+                        let fill = pad(e);
+                        let (before, rest) = row.split_at_mut(e.first_token());
+                        let (tokens, after) = rest.split_at_mut(e.tokens.len());
+                        before.fill(fill);
+                        after.fill(fill);
+                        for (value, token) in tokens.iter_mut().zip(&e.tokens) {
+                            *value = field(token);
                         }
                     });
-                buffer
+                matrix
             };
-            let lengths: Vec<u8> = encodings
-                .iter()
-                .flat_map(|e| (e.len() as u32).to_ne_bytes())
-                .collect();
+            let lengths: Vec<u32> = encodings.iter().map(|e| e.len() as u32).collect();
             Ok((
                 matrix(&|t| t.id, &|e| {
                     if e.pad.count > 0 {
@@ -345,12 +341,13 @@ impl Pipeline {
         })?
         .map_err(to_py)?;
         let (ids, mask, types, lengths, width) = arrays;
+        // The arrays take the vectors over: no copy under the GIL.
+        let shaped = |matrix: Vec<u32>| matrix.into_pyarray(py).reshape([lengths.len(), width]);
         Ok((
-            PyBytes::new(py, &ids),
-            PyBytes::new(py, &mask),
-            PyBytes::new(py, &types),
-            PyBytes::new(py, &lengths),
-            width,
+            shaped(ids)?,
+            shaped(mask)?,
+            shaped(types)?,
+            lengths.into_pyarray(py),
         ))
     }
 
