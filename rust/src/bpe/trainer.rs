@@ -18,8 +18,6 @@
 
 use std::collections::BinaryHeap;
 
-use rayon::prelude::*;
-
 use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
@@ -108,7 +106,7 @@ pub fn train(
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
     let total_merges = (target_tokens - 256) as u64;
 
-    let mut state = State::new(counts, settings.max_token_bytes.unwrap_or(usize::MAX));
+    let mut state = State::new(counts, settings.max_token_bytes.unwrap_or(usize::MAX))?;
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
 
     progress.force(Stage::Merging, 0, total_merges)?;
@@ -155,18 +153,11 @@ pub fn train(
 }
 
 impl State {
-    fn new(counts: PieceCounts, max_token_bytes: usize) -> Self {
-        // Sorted by bytes, so that word indices (and everything after) do not
-        // depend on hash map order.
-        let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-        pieces.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let (words, word_counts): (Vec<Vec<u32>>, Vec<u64>) = pieces
-            .into_par_iter()
-            .map(|(bytes, count)| (bytes.into_iter().map(u32::from).collect(), count))
-            .unzip();
-
+    fn new(counts: PieceCounts, max_token_bytes: usize) -> Result<Self> {
+        // In hash order: nothing after depends on the order of the pieces.
+        let pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
         let mut state = State {
-            index: PairIndex::new(words, word_counts),
+            index: PairIndex::new(&pieces)?,
             tokens: (0..=255u8).map(|b| vec![b]).collect(),
             max_token_bytes,
             heap: BinaryHeap::new(),
@@ -182,7 +173,7 @@ impl State {
             })
             .collect();
         state.heap = BinaryHeap::from(candidates);
-        state
+        Ok(state)
     }
 
     /// Whether the pair's merged token respects the length limit.

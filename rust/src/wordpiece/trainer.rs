@@ -152,7 +152,7 @@ impl State {
 
         let alphabet = alphabet(&words, settings.limit_alphabet);
         let mut state = State {
-            index: PairIndex::new(Vec::new(), Vec::new()),
+            index: PairIndex::default(),
             symbols: Vec::new(),
             symbol_ids: FxHashMap::default(),
             symbol_counts: Vec::new(),
@@ -190,7 +190,6 @@ impl State {
         }
 
         let mut sequences = Vec::new();
-        let mut word_counts = Vec::new();
         for (word, count) in &words {
             let Some(sequence) = word
                 .chars()
@@ -203,10 +202,9 @@ impl State {
             for &symbol in &sequence {
                 state.symbol_counts[symbol as usize] += count;
             }
-            sequences.push(sequence);
-            word_counts.push(*count);
+            sequences.push((sequence, *count));
         }
-        state.index = PairIndex::new(sequences, word_counts);
+        state.index = PairIndex::new(&sequences)?;
         let mut pairs: Vec<u64> = state.index.pair_counts.keys().copied().collect();
         pairs.sort_unstable();
         for pair in pairs {
