@@ -52,6 +52,9 @@ const LONG_WORD: usize = 64;
 /// below, the cost of sharing out the work outweighs the gain.
 const PARALLEL_WORDS: usize = 2048;
 
+/// Records whose lengths are loaded together (see `merge_records`).
+const LOAD_AHEAD: usize = 16;
+
 /// A short word's record in the arena: its length now, its count (low half,
 /// high half), then its symbols. Merges shorten a record in place.
 const HEADER: usize = 3;
@@ -77,6 +80,10 @@ pub(crate) struct PairIndex {
     /// Pair -> offsets of the records it occurs in (maybe stale, duplicated).
     pair_words: FxHashMap<u64, Vec<u32>>,
     long: LongWords,
+    /// Pairs counted fewer times are forgotten (see `new`).
+    floor: i64,
+    /// The emptied maps of the last serial merge, for the next one.
+    spare_changes: Changes,
 }
 
 /// The long words, one after another, as linked lists of symbols.
@@ -120,7 +127,10 @@ impl Changes {
 }
 
 /// Appends each list of `later` to the list of the same pair in `lists`.
-fn append_lists(lists: &mut FxHashMap<u64, Vec<u32>>, later: FxHashMap<u64, Vec<u32>>) {
+fn append_lists(
+    lists: &mut FxHashMap<u64, Vec<u32>>,
+    later: impl IntoIterator<Item = (u64, Vec<u32>)>,
+) {
     for (key, list) in later {
         match lists.entry(key) {
             Entry::Vacant(entry) => {
@@ -153,7 +163,14 @@ impl Part {
 
 impl PairIndex {
     /// Indexes `words` (each with its count), on all cores.
-    pub fn new<W, S>(words: &[(W, u64)]) -> Result<Self>
+    ///
+    /// Pairs counted fewer than `floor` times are forgotten, and stay so:
+    /// no count, no list, no report of their changes. That is only for
+    /// trainers whose every merge makes a new symbol: then a pair's count
+    /// only falls once the merge that makes it is done, and a pair below
+    /// the floor can never reach it (so BPE forgets the pairs it could
+    /// never merge). With `floor` 1, every pair that occurs is kept.
+    pub fn new<W, S>(words: &[(W, u64)], floor: u64) -> Result<Self>
     where
         W: AsRef<[S]> + Sync,
         S: Copy + Into<u32> + Sync,
@@ -202,11 +219,18 @@ impl PairIndex {
                 index_run(run, part, records_start, long_start)
             })
             .reduce(Part::default, Part::then);
+        let floor = floor.max(1) as i64;
+        let mut pair_counts = built.pair_counts;
+        let mut pair_words = built.pair_words;
+        pair_counts.retain(|_, count| *count >= floor);
+        pair_words.retain(|pair, _| pair_counts.contains_key(pair));
         Ok(PairIndex {
             records,
-            pair_counts: built.pair_counts,
-            pair_words: built.pair_words,
+            pair_counts,
+            pair_words,
             long: built.long,
+            floor,
+            spare_changes: Changes::default(),
         })
     }
 
@@ -235,7 +259,8 @@ impl PairIndex {
         self.pair_counts.remove(&pair);
 
         let threads = rayon::current_num_threads();
-        let mut changes = if offsets.len() >= PARALLEL_WORDS && threads > 1 {
+        let parallel = offsets.len() >= PARALLEL_WORDS && threads > 1;
+        let mut changes = if parallel {
             // Each run of offsets with the part of the arena that holds its
             // records (up to the next run's first record).
             let runs: Vec<&[u32]> = offsets
@@ -250,31 +275,65 @@ impl PairIndex {
             );
             runs.into_par_iter()
                 .zip(parts)
-                .map(|(run, part)| merge_records(part, run[0], run, left, right, new_id))
+                .map(|(run, part)| {
+                    let mut changes = Changes::default();
+                    merge_records(part, run[0], run, left, right, new_id, &mut changes);
+                    changes
+                })
                 .reduce(Changes::default, Changes::then)
         } else {
-            merge_records(&mut self.records, 0, &offsets, left, right, new_id)
+            let mut changes = std::mem::take(&mut self.spare_changes);
+            merge_records(
+                &mut self.records,
+                0,
+                &offsets,
+                left,
+                right,
+                new_id,
+                &mut changes,
+            );
+            changes
         };
-        changes.replaced += self.long.merge(left, right, new_id, &mut changes.deltas);
+        let mut replaced = changes.replaced;
+        replaced += self.long.merge(left, right, new_id, &mut changes.deltas);
 
         // In key order, so that callers see changes in a fixed order.
-        let mut deltas: Vec<(u64, i64)> = changes.deltas.into_iter().collect();
+        let mut deltas: Vec<(u64, i64)> = changes.deltas.drain().collect();
         deltas.sort_unstable();
         for (key, delta) in deltas {
-            if key == pair || delta == 0 {
+            if key == pair {
                 continue;
             }
-            let count = self.pair_counts.entry(key).or_insert(0);
-            *count += delta;
-            let count = *count;
-            debug_assert!(count >= 0);
-            if count <= 0 {
-                self.pair_counts.remove(&key);
+            let count = match self.pair_counts.entry(key) {
+                Entry::Occupied(mut entry) => {
+                    *entry.get_mut() += delta;
+                    let count = *entry.get();
+                    debug_assert!(count >= 0);
+                    if count < self.floor {
+                        entry.remove();
+                    }
+                    count
+                }
+                Entry::Vacant(entry) if delta >= self.floor => *entry.insert(delta),
+                // Below the floor: forgotten, or never kept.
+                Entry::Vacant(_) => {
+                    changes.additions.remove(&key);
+                    continue;
+                }
+            };
+            if count < self.floor {
+                changes.additions.remove(&key);
             }
-            changed(key, count, delta);
+            if delta != 0 {
+                changed(key, count, delta);
+            }
         }
-        append_lists(&mut self.pair_words, changes.additions);
-        changes.replaced
+        append_lists(&mut self.pair_words, changes.additions.drain());
+        if !parallel {
+            changes.replaced = 0;
+            self.spare_changes = changes;
+        }
+        replaced
     }
 }
 
@@ -324,7 +383,8 @@ where
 }
 
 /// Merges `left right` in the records at `offsets` (in arena order), which
-/// lie in `part`, the arena from offset `part_start`.
+/// lie in `part`, the arena from offset `part_start`, and adds what changed
+/// to `changes`.
 fn merge_records(
     part: &mut [u32],
     part_start: u32,
@@ -332,18 +392,21 @@ fn merge_records(
     left: u32,
     right: u32,
     new_id: u32,
-) -> Changes {
-    let mut changes = Changes::default();
-    for &offset in offsets {
-        let record = &mut part[(offset - part_start) as usize..];
-        let len = record[0] as usize;
-        let count = record[1] as u64 | (record[2] as u64) << 32;
-        let (merged, new_len) = merge_word(
-            &mut record[HEADER..HEADER + len],
-            left,
-            right,
-            new_id,
-            |key, delta| {
+    changes: &mut Changes,
+) {
+    for batch in offsets.chunks(LOAD_AHEAD) {
+        // The records' lengths first, in a loop of loads that do not wait
+        // for one another: their cache misses overlap, where loading each
+        // record as its turn comes would wait for every one.
+        let mut lens = [0u32; LOAD_AHEAD];
+        for (len, &offset) in lens.iter_mut().zip(batch) {
+            *len = part[(offset - part_start) as usize];
+        }
+        for (&len, &offset) in lens.iter().zip(batch) {
+            let record = &mut part[(offset - part_start) as usize..];
+            let count = record[1] as u64 | (record[2] as u64) << 32;
+            let symbols = &mut record[HEADER..HEADER + len as usize];
+            let (merged, new_len) = merge_word(symbols, left, right, new_id, |key, delta| {
                 *changes.deltas.entry(key).or_insert(0) += delta * count as i64;
                 if delta > 0 {
                     let list = changes.additions.entry(key).or_default();
@@ -351,12 +414,11 @@ fn merge_records(
                         list.push(offset);
                     }
                 }
-            },
-        );
-        record[0] = new_len as u32;
-        changes.replaced += merged * count;
+            });
+            record[0] = new_len as u32;
+            changes.replaced += merged * count;
+        }
     }
-    changes
 }
 
 /// `slice` cut into consecutive parts of the given lengths.
@@ -585,18 +647,29 @@ mod tests {
         (words, counts)
     }
 
+    /// The pair counts of `words` from scratch, of the pairs counted at
+    /// least `floor` times.
+    fn recount_from(words: &[Vec<u32>], counts: &[u64], floor: i64) -> FxHashMap<u64, i64> {
+        let mut pairs = recount(words, counts);
+        pairs.retain(|_, &mut count| count >= floor);
+        pairs
+    }
+
     /// Merges the most frequent pair (smallest key on ties) `merges` times,
-    /// checking the index against the plain way after each; returns every
-    /// change reported.
+    /// with new symbols from `first_id` on, checking the index (which
+    /// forgets pairs counted less than `floor` times) against the plain way
+    /// after each; returns every change reported.
     fn merge_checked(
         mut words: Vec<Vec<u32>>,
         counts: &[u64],
         first_id: u32,
         merges: u32,
+        floor: u64,
     ) -> Vec<(u64, i64, i64)> {
+        let floor_count = floor as i64;
         let pieces: Vec<(Vec<u32>, u64)> = words.iter().cloned().zip(counts.to_vec()).collect();
-        let mut index = PairIndex::new(&pieces).unwrap();
-        assert_eq!(index.pair_counts, recount(&words, counts));
+        let mut index = PairIndex::new(&pieces, floor).unwrap();
+        assert_eq!(index.pair_counts, recount_from(&words, counts, floor_count));
         let mut all_changes = Vec::new();
         for new_id in first_id..first_id + merges {
             let Some((&pair, _)) = index
@@ -624,7 +697,11 @@ mod tests {
                 "merge {new_id}"
             );
             let expected = recount(&words, counts);
-            assert_eq!(index.pair_counts, expected, "merge {new_id}");
+            assert_eq!(
+                index.pair_counts,
+                recount_from(&words, counts, floor_count),
+                "merge {new_id}"
+            );
             // Every reported change is the pair's new count, in key order.
             assert!(changes.windows(2).all(|w| w[0].0 < w[1].0));
             for &(key, count, _) in &changes {
@@ -643,7 +720,16 @@ mod tests {
     fn merges_equal_the_plain_way_on_short_and_long_words() {
         let lengths = [1, 2, 3, 5, 8, 63, 64, 65, 200, 3000];
         let (words, counts) = random_words(60, 3, &lengths);
-        merge_checked(words, &counts, 3, 57);
+        merge_checked(words, &counts, 3, 57, 1);
+    }
+
+    #[test]
+    fn pairs_below_the_floor_are_forgotten() {
+        let lengths = [2, 3, 4, 6, 9, 70];
+        let (words, counts) = random_words(400, 8, &lengths);
+        for floor in [2, 5, 40] {
+            merge_checked(words.clone(), &counts, 8, 60, floor);
+        }
     }
 
     #[test]
@@ -651,19 +737,20 @@ mod tests {
         // Enough words that the early merges run in parallel (when the
         // tests have more than one thread).
         let (words, counts) = random_words(20 * PARALLEL_WORDS, 6, &[2, 3, 4, 7, 12, 30]);
-        merge_checked(words, &counts, 6, 40);
+        merge_checked(words, &counts, 6, 40, 1);
     }
 
     #[test]
     fn results_do_not_depend_on_word_order() {
         let lengths = [2, 3, 5, 8, 70, 4, 9];
         let (words, counts) = random_words(3 * PARALLEL_WORDS, 4, &lengths);
-        let forward = merge_checked(words.clone(), &counts, 4, 30);
+        let forward = merge_checked(words.clone(), &counts, 4, 30, 2);
         let backward = merge_checked(
             words.into_iter().rev().collect(),
             &counts.into_iter().rev().collect::<Vec<_>>(),
             4,
             30,
+            2,
         );
         assert_eq!(forward, backward);
     }

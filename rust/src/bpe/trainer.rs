@@ -11,12 +11,16 @@
 //! Bookkeeping: the pair counts and word lists of `pair_index`, and a
 //! max-heap of pairs by count. Heap entries are not updated in place: an
 //! entry whose count is out of date is re-pushed with the current count when
-//! it surfaces.
+//! it surfaces. A pair counted fewer than `min_frequency` times never enters
+//! the heap: a pair's count only falls once its newer token is made, so it
+//! could never be merged (and a smaller heap is a faster one).
 //!
 //! Cost: counting pairs is O(total piece length); each merge costs the length
 //! of the pieces it touches plus O(log P) per changed pair.
 
 use std::collections::BinaryHeap;
+
+use rayon::prelude::*;
 
 use super::BpeModel;
 use crate::counting::PieceCounts;
@@ -82,13 +86,33 @@ impl PartialOrd for Candidate {
     }
 }
 
+/// The pairs that could be merged, most frequent first.
+struct Candidates {
+    heap: BinaryHeap<Candidate>,
+    /// `min_frequency`, at least 1.
+    min_count: u64,
+    max_token_bytes: usize,
+}
+
+impl Candidates {
+    /// Pushes a pair with its count if it could be merged: counted often
+    /// enough, and its merged token (of `tokens`) within the length limit.
+    fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
+        let (left, right) = pair_ids(pair);
+        if count >= self.min_count
+            && tokens[left as usize].len() + tokens[right as usize].len() <= self.max_token_bytes
+        {
+            self.heap.push(Candidate { count, pair });
+        }
+    }
+}
+
 struct State {
     /// Each distinct piece as a sequence of token ids, and its pairs.
     index: PairIndex,
     /// The bytes of every token so far, by id.
     tokens: Vec<Vec<u8>>,
-    max_token_bytes: usize,
-    heap: BinaryHeap<Candidate>,
+    candidates: Candidates,
 }
 
 /// Learns a model from piece counts.
@@ -106,26 +130,23 @@ pub fn train(
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
     let total_merges = (target_tokens - 256) as u64;
 
-    let mut state = State::new(counts, settings.max_token_bytes.unwrap_or(usize::MAX))?;
+    let candidates = Candidates {
+        heap: BinaryHeap::new(),
+        min_count: settings.min_frequency.max(1),
+        max_token_bytes: settings.max_token_bytes.unwrap_or(usize::MAX),
+    };
+    let mut state = State::new(counts, candidates)?;
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
 
     progress.force(Stage::Merging, 0, total_merges)?;
     while state.tokens.len() < target_tokens {
-        let Some(Candidate { count, pair }) = state.heap.pop() else {
+        let Some(Candidate { count, pair }) = state.candidates.heap.pop() else {
             break;
         };
         let current = state.index.count(pair);
         if current != count {
-            if current > 0 {
-                state.heap.push(Candidate {
-                    count: current,
-                    pair,
-                });
-            }
+            state.candidates.push(&state.tokens, pair, current);
             continue;
-        }
-        if count < settings.min_frequency.max(1) {
-            break;
         }
         let (left, right) = pair_ids(pair);
         let new_id = state.tokens.len() as u32;
@@ -141,7 +162,12 @@ pub fn train(
     }
     progress.force(Stage::Merging, merges.len() as u64, total_merges)?;
 
-    let tokens = state.tokens;
+    let State {
+        index,
+        tokens,
+        candidates,
+    } = state;
+    drop_in_background((index, candidates.heap));
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -153,33 +179,23 @@ pub fn train(
 }
 
 impl State {
-    fn new(counts: PieceCounts, max_token_bytes: usize) -> Result<Self> {
-        // In hash order: nothing after depends on the order of the pieces.
-        let pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-        let mut state = State {
-            index: PairIndex::new(&pieces)?,
-            tokens: (0..=255u8).map(|b| vec![b]).collect(),
-            max_token_bytes,
-            heap: BinaryHeap::new(),
-        };
-        let candidates: Vec<Candidate> = state
-            .index
-            .pair_counts
-            .iter()
-            .filter(|&(&pair, _)| state.fits(pair))
-            .map(|(&pair, &count)| Candidate {
-                count: count as u64,
-                pair,
-            })
-            .collect();
-        state.heap = BinaryHeap::from(candidates);
-        Ok(state)
-    }
-
-    /// Whether the pair's merged token respects the length limit.
-    fn fits(&self, pair: u64) -> bool {
-        let (left, right) = pair_ids(pair);
-        self.tokens[left as usize].len() + self.tokens[right as usize].len() <= self.max_token_bytes
+    fn new(counts: PieceCounts, mut candidates: Candidates) -> Result<Self> {
+        // Nothing after depends on the order of the pieces, but merges
+        // visit fewer parts of memory when pieces that share a start lie
+        // together (" the", " them", " then").
+        let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+        pieces.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let index = PairIndex::new(&pieces, candidates.min_count)?;
+        drop_in_background(pieces);
+        let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for (&pair, &count) in &index.pair_counts {
+            candidates.push(&tokens, pair, count as u64);
+        }
+        Ok(State {
+            index,
+            tokens,
+            candidates,
+        })
     }
 
     /// Replaces every occurrence of `left right` by `new_id` and updates the
@@ -188,19 +204,23 @@ impl State {
         let State {
             index,
             tokens,
-            max_token_bytes,
-            heap,
+            candidates,
         } = self;
         // Heap counts come from the pair counts: the number replaced is not needed.
         let _ = index.merge(left, right, new_id, |pair, count, delta| {
-            let (l, r) = pair_ids(pair);
-            let fits = tokens[l as usize].len() + tokens[r as usize].len() <= *max_token_bytes;
-            if delta > 0 && count > 0 && fits {
-                heap.push(Candidate {
-                    count: count as u64,
-                    pair,
-                });
+            if delta > 0 {
+                candidates.push(tokens, pair, count as u64);
             }
         });
     }
+}
+
+/// Drops `value` on a thread of its own: freeing many small allocations
+/// (the pieces, the index's lists) takes tens of milliseconds that training
+/// need not wait for. Not on the pool, whose threads training may need at
+/// once.
+fn drop_in_background<T: Send + 'static>(value: T) {
+    // Without a thread (none left to start), the closure, and so `value`,
+    // is dropped here.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
 }

@@ -204,7 +204,7 @@ impl State {
             }
             sequences.push((sequence, *count));
         }
-        state.index = PairIndex::new(&sequences)?;
+        state.index = PairIndex::new(&sequences, 1)?;
         let mut pairs: Vec<u64> = state.index.pair_counts.keys().copied().collect();
         pairs.sort_unstable();
         for pair in pairs {
