@@ -21,18 +21,27 @@
 //! Lists may hold entries that no longer hold the pair, and duplicates;
 //! both are dropped when the list is used.
 //!
-//! Speed: the merge loop of a trainer is serial, and a merge spends its time
-//! reaching words scattered over memory. So:
+//! Speed: a trainer's merge loop is serial (each merge depends on the
+//! counts the last one left), and a merge spends its time reaching words
+//! and pairs scattered over memory. So:
 //! - short words are records in one arena (length, count, symbols), and a
 //!   pair lists the offsets of its records: reaching a word is one cache
-//!   miss, where a `Vec` per word and an array of counts cost three;
-//! - a merge that touches many words (`PARALLEL_WORDS`, the early merges)
-//!   rewrites them on all cores, in disjoint parts of the arena, each part
-//!   collecting its own changes; the changes are then summed and their
-//!   lists joined in arena order, which gives exactly the serial result.
+//!   miss, where a `Vec` per word and an array of counts cost three. The
+//!   lengths of a batch of records are loaded first, in a loop whose loads
+//!   do not wait for one another, so that their cache misses overlap;
+//! - a pair's count and records are one map entry (one lookup per pair a
+//!   merge changes), and pairs that can no longer matter are forgotten
+//!   (the `floor` of `new`): the map stays small;
+//! - a merge that touches many words (`PARALLEL_WORDS`: the early merges,
+//!   which do most of the rewriting) rewrites them on all cores, in
+//!   disjoint parts of the arena, each part collecting its own changes;
+//!   the changes are then summed and their lists joined in arena order,
+//!   which gives exactly the serial result. The maps of serial merges are
+//!   kept from one merge to the next rather than allocated each time.
 //!
-//! Nothing here depends on the order of the words (counts are sums, and
-//! changes are reported in key order), so callers need not sort them.
+//! No result depends on the order of the words (counts are sums, and
+//! changes are reported in key order); callers may still order them so
+//! that words a merge touches lie together.
 //!
 //! Cost: building is O(total word length), on all cores; a merge costs the
 //! length of the short words and the number of long-word occurrences it
@@ -76,14 +85,23 @@ pub(crate) struct PairIndex {
     /// The records of the short words of two symbols or more, one after
     /// another (a word of one symbol has no pair).
     records: Vec<u32>,
-    pub pair_counts: FxHashMap<u64, i64>,
-    /// Pair -> offsets of the records it occurs in (maybe stale, duplicated).
-    pair_words: FxHashMap<u64, Vec<u32>>,
+    /// Pair -> its count and records: one entry, so that a merge reaches
+    /// both with one lookup.
+    pairs: FxHashMap<u64, PairEntry>,
     long: LongWords,
     /// Pairs counted fewer times are forgotten (see `new`).
     floor: i64,
     /// The emptied maps of the last serial merge, for the next one.
     spare_changes: Changes,
+}
+
+/// What is known of a pair.
+#[derive(Default)]
+struct PairEntry {
+    /// Occurrences, weighted by word counts.
+    count: i64,
+    /// Offsets of the records it occurs in (maybe stale, duplicated).
+    records: Vec<u32>,
 }
 
 /// The long words, one after another, as linked lists of symbols.
@@ -127,35 +145,36 @@ impl Changes {
 }
 
 /// Appends each list of `later` to the list of the same pair in `lists`.
-fn append_lists(
-    lists: &mut FxHashMap<u64, Vec<u32>>,
-    later: impl IntoIterator<Item = (u64, Vec<u32>)>,
-) {
+fn append_lists(lists: &mut FxHashMap<u64, Vec<u32>>, later: FxHashMap<u64, Vec<u32>>) {
     for (key, list) in later {
-        match lists.entry(key) {
-            Entry::Vacant(entry) => {
-                entry.insert(list);
-            }
-            Entry::Occupied(entry) => entry.into_mut().extend(list),
-        }
+        append(lists.entry(key).or_default(), list);
+    }
+}
+
+/// Appends `list` to `to` (taking it whole when `to` is empty).
+fn append(to: &mut Vec<u32>, list: Vec<u32>) {
+    if to.is_empty() {
+        *to = list;
+    } else {
+        to.extend(list);
     }
 }
 
 /// The index of one run of words, built on its own (see `PairIndex::new`).
 #[derive(Default)]
 struct Part {
-    pair_counts: FxHashMap<u64, i64>,
-    pair_words: FxHashMap<u64, Vec<u32>>,
+    pairs: FxHashMap<u64, PairEntry>,
     long: LongWords,
 }
 
 impl Part {
     /// This part followed by `later` (the next run of words).
     fn then(mut self, later: Part) -> Part {
-        for (key, count) in later.pair_counts {
-            *self.pair_counts.entry(key).or_insert(0) += count;
+        for (key, pair) in later.pairs {
+            let entry = self.pairs.entry(key).or_default();
+            entry.count += pair.count;
+            append(&mut entry.records, pair.records);
         }
-        append_lists(&mut self.pair_words, later.pair_words);
         self.long.append(later.long);
         self
     }
@@ -220,23 +239,28 @@ impl PairIndex {
             })
             .reduce(Part::default, Part::then);
         let floor = floor.max(1) as i64;
-        let mut pair_counts = built.pair_counts;
-        let mut pair_words = built.pair_words;
-        pair_counts.retain(|_, count| *count >= floor);
-        pair_words.retain(|pair, _| pair_counts.contains_key(pair));
+        let mut pairs = built.pairs;
+        pairs.retain(|_, pair| pair.count >= floor);
         Ok(PairIndex {
             records,
-            pair_counts,
-            pair_words,
+            pairs,
             long: built.long,
             floor,
             spare_changes: Changes::default(),
         })
     }
 
-    /// The current count of a pair (0 if it occurs nowhere).
+    /// The current count of a pair (0 if it occurs nowhere, or is
+    /// forgotten).
     pub fn count(&self, pair: u64) -> u64 {
-        self.pair_counts.get(&pair).copied().unwrap_or(0) as u64
+        self.pairs.get(&pair).map_or(0, |entry| entry.count as u64)
+    }
+
+    /// Every pair kept, with its count, in no set order.
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + '_ {
+        self.pairs
+            .iter()
+            .map(|(&pair, entry)| (pair, entry.count as u64))
     }
 
     /// Replaces every occurrence of `left right` by `new_id`, left to right
@@ -253,10 +277,13 @@ impl PairIndex {
         mut changed: impl FnMut(u64, i64, i64),
     ) -> u64 {
         let pair = pair_key(left, right);
-        let mut offsets = self.pair_words.remove(&pair).unwrap_or_default();
+        let mut offsets = self
+            .pairs
+            .remove(&pair)
+            .map(|entry| entry.records)
+            .unwrap_or_default();
         offsets.sort_unstable();
         offsets.dedup();
-        self.pair_counts.remove(&pair);
 
         let threads = rayon::current_num_threads();
         let parallel = offsets.len() >= PARALLEL_WORDS && threads > 1;
@@ -304,31 +331,38 @@ impl PairIndex {
             if key == pair {
                 continue;
             }
-            let count = match self.pair_counts.entry(key) {
+            let count = match self.pairs.entry(key) {
                 Entry::Occupied(mut entry) => {
-                    *entry.get_mut() += delta;
-                    let count = *entry.get();
+                    let count = entry.get().count + delta;
                     debug_assert!(count >= 0);
                     if count < self.floor {
                         entry.remove();
+                    } else {
+                        let entry = entry.get_mut();
+                        entry.count = count;
+                        if let Some(list) = changes.additions.remove(&key) {
+                            append(&mut entry.records, list);
+                        }
                     }
                     count
                 }
-                Entry::Vacant(entry) if delta >= self.floor => *entry.insert(delta),
-                // Below the floor: forgotten, or never kept.
-                Entry::Vacant(_) => {
-                    changes.additions.remove(&key);
-                    continue;
+                Entry::Vacant(entry) if delta >= self.floor => {
+                    let records = changes.additions.remove(&key).unwrap_or_default();
+                    entry.insert(PairEntry {
+                        count: delta,
+                        records,
+                    });
+                    delta
                 }
+                // Below the floor: forgotten, or never kept.
+                Entry::Vacant(_) => continue,
             };
-            if count < self.floor {
-                changes.additions.remove(&key);
-            }
             if delta != 0 {
                 changed(key, count, delta);
             }
         }
-        append_lists(&mut self.pair_words, changes.additions.drain());
+        // What is left occurs in pairs that are not kept.
+        changes.additions.clear();
         if !parallel {
             changes.replaced = 0;
             self.spare_changes = changes;
@@ -353,10 +387,11 @@ where
             continue;
         }
         for w in word.windows(2) {
-            *built
-                .pair_counts
+            built
+                .pairs
                 .entry(pair_key(w[0].into(), w[1].into()))
-                .or_insert(0) += *count as i64;
+                .or_default()
+                .count += *count as i64;
         }
         if word.len() >= LONG_WORD {
             let start = long_start + built.long.symbols.len() as u32;
@@ -372,7 +407,7 @@ where
             *slot = symbol.into();
         }
         for w in record[HEADER..].windows(2) {
-            let list = built.pair_words.entry(pair_key(w[0], w[1])).or_default();
+            let list = &mut built.pairs.entry(pair_key(w[0], w[1])).or_default().records;
             if list.last() != Some(&offset) {
                 list.push(offset);
             }
@@ -569,6 +604,13 @@ mod tests {
     use super::*;
 
     impl PairIndex {
+        /// The count of every pair kept.
+        fn counts(&self) -> FxHashMap<u64, i64> {
+            self.pairs()
+                .map(|(pair, count)| (pair, count as i64))
+                .collect()
+        }
+
         /// Every word as it stands now, given the words it was built from
         /// (in order: records and long words keep it).
         fn current_words(&self, built_from: &[Vec<u32>]) -> Vec<Vec<u32>> {
@@ -669,13 +711,12 @@ mod tests {
         let floor_count = floor as i64;
         let pieces: Vec<(Vec<u32>, u64)> = words.iter().cloned().zip(counts.to_vec()).collect();
         let mut index = PairIndex::new(&pieces, floor).unwrap();
-        assert_eq!(index.pair_counts, recount_from(&words, counts, floor_count));
+        assert_eq!(index.counts(), recount_from(&words, counts, floor_count));
         let mut all_changes = Vec::new();
         for new_id in first_id..first_id + merges {
-            let Some((&pair, _)) = index
-                .pair_counts
-                .iter()
-                .max_by_key(|&(&k, &c)| (c, std::cmp::Reverse(k)))
+            let Some((pair, _)) = index
+                .pairs()
+                .max_by_key(|&(k, c)| (c, std::cmp::Reverse(k)))
             else {
                 break;
             };
@@ -698,7 +739,7 @@ mod tests {
             );
             let expected = recount(&words, counts);
             assert_eq!(
-                index.pair_counts,
+                index.counts(),
                 recount_from(&words, counts, floor_count),
                 "merge {new_id}"
             );

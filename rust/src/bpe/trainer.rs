@@ -11,9 +11,22 @@
 //! Bookkeeping: the pair counts and word lists of `pair_index`, and a
 //! max-heap of pairs by count. Heap entries are not updated in place: an
 //! entry whose count is out of date is re-pushed with the current count when
-//! it surfaces. A pair counted fewer than `min_frequency` times never enters
-//! the heap: a pair's count only falls once its newer token is made, so it
-//! could never be merged (and a smaller heap is a faster one).
+//! it surfaces.
+//!
+//! Speed: counting pieces (`counting`) and indexing them (`pair_index`)
+//! run on all cores, and so do the early merges, which rewrite many pieces
+//! (`pair_index`). The merge loop itself is serial, since each merge
+//! depends on the counts the last one left; it is what limits training on
+//! many cores, so it is kept lean:
+//! - the pieces are sorted first, so that pieces which share a start
+//!   (" the", " them", " then") lie together and a merge reaches fewer
+//!   parts of memory;
+//! - the heap is kept small. A pair's count only falls once its newer token
+//!   is made; so a pair counted fewer than `min_frequency` times is no
+//!   candidate at all (it could never be merged), and a pair counted far
+//!   less than the best waits in a plain list (most pairs made late are
+//!   rare, and never merged) until the heap runs dry (`Candidates`);
+//! - the pieces and the index are freed on a thread of their own.
 //!
 //! Cost: counting pairs is O(total piece length); each merge costs the length
 //! of the pieces it touches plus O(log P) per changed pair.
@@ -86,24 +99,64 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// The pairs that could be merged, most frequent first.
+/// The pairs that could be merged, most frequent first: those counted
+/// `floor` times or more in a heap, the others waiting in a list. Every
+/// entry's count is at least its pair's count now (it may be out of date,
+/// never too low), so the best in the heap beats every waiting pair.
 struct Candidates {
     heap: BinaryHeap<Candidate>,
+    waiting: Vec<Candidate>,
+    floor: u64,
     /// `min_frequency`, at least 1.
     min_count: u64,
     max_token_bytes: usize,
 }
 
+/// When the heap runs dry, the waiting pairs counted at least
+/// 1/`HEAP_SPAN` as often as the best of them move into it.
+const HEAP_SPAN: u64 = 4;
+
 impl Candidates {
-    /// Pushes a pair with its count if it could be merged: counted often
+    fn new(min_count: u64, max_token_bytes: usize) -> Self {
+        Candidates {
+            heap: BinaryHeap::new(),
+            waiting: Vec::new(),
+            floor: u64::MAX,
+            min_count,
+            max_token_bytes,
+        }
+    }
+
+    /// Adds a pair with its count if it could be merged: counted often
     /// enough, and its merged token (of `tokens`) within the length limit.
     fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
         let (left, right) = pair_ids(pair);
-        if count >= self.min_count
-            && tokens[left as usize].len() + tokens[right as usize].len() <= self.max_token_bytes
+        if count < self.min_count
+            || tokens[left as usize].len() + tokens[right as usize].len() > self.max_token_bytes
         {
-            self.heap.push(Candidate { count, pair });
+            return;
         }
+        let candidate = Candidate { count, pair };
+        if count >= self.floor {
+            self.heap.push(candidate);
+        } else {
+            self.waiting.push(candidate);
+        }
+    }
+
+    /// Takes the best entry (which may be out of date).
+    fn pop(&mut self) -> Option<Candidate> {
+        if self.heap.is_empty() {
+            let best = self.waiting.iter().map(|c| c.count).max()?;
+            self.floor = best / HEAP_SPAN;
+            let floor = self.floor;
+            let (hot, waiting) = std::mem::take(&mut self.waiting)
+                .into_iter()
+                .partition(|c| c.count >= floor);
+            self.heap = BinaryHeap::from(hot);
+            self.waiting = waiting;
+        }
+        self.heap.pop()
     }
 }
 
@@ -130,17 +183,16 @@ pub fn train(
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
     let total_merges = (target_tokens - 256) as u64;
 
-    let candidates = Candidates {
-        heap: BinaryHeap::new(),
-        min_count: settings.min_frequency.max(1),
-        max_token_bytes: settings.max_token_bytes.unwrap_or(usize::MAX),
-    };
+    let candidates = Candidates::new(
+        settings.min_frequency.max(1),
+        settings.max_token_bytes.unwrap_or(usize::MAX),
+    );
     let mut state = State::new(counts, candidates)?;
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
 
     progress.force(Stage::Merging, 0, total_merges)?;
     while state.tokens.len() < target_tokens {
-        let Some(Candidate { count, pair }) = state.candidates.heap.pop() else {
+        let Some(Candidate { count, pair }) = state.candidates.pop() else {
             break;
         };
         let current = state.index.count(pair);
@@ -167,7 +219,7 @@ pub fn train(
         tokens,
         candidates,
     } = state;
-    drop_in_background((index, candidates.heap));
+    drop_in_background((index, candidates));
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -180,16 +232,15 @@ pub fn train(
 
 impl State {
     fn new(counts: PieceCounts, mut candidates: Candidates) -> Result<Self> {
-        // Nothing after depends on the order of the pieces, but merges
-        // visit fewer parts of memory when pieces that share a start lie
-        // together (" the", " them", " then").
+        // Sorted for speed (see the module docs); no result depends on the
+        // order.
         let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
         pieces.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let index = PairIndex::new(&pieces, candidates.min_count)?;
         drop_in_background(pieces);
         let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-        for (&pair, &count) in &index.pair_counts {
-            candidates.push(&tokens, pair, count as u64);
+        for (pair, count) in index.pairs() {
+            candidates.push(&tokens, pair, count);
         }
         Ok(State {
             index,

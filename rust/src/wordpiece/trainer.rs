@@ -205,7 +205,7 @@ impl State {
             sequences.push((sequence, *count));
         }
         state.index = PairIndex::new(&sequences, 1)?;
-        let mut pairs: Vec<u64> = state.index.pair_counts.keys().copied().collect();
+        let mut pairs: Vec<u64> = state.index.pairs().map(|(pair, _)| pair).collect();
         pairs.sort_unstable();
         for pair in pairs {
             let (left, right) = pair_ids(pair);
@@ -303,8 +303,8 @@ impl State {
         }
         // Out-of-date entries pile up: rebuild from the live pairs now and
         // then, so that memory stays proportional to them.
-        if self.heap.len() > 4 * self.index.pair_counts.len() + 4096 {
-            let mut pairs: Vec<u64> = self.index.pair_counts.keys().copied().collect();
+        if self.heap.len() > 4 * self.index.pairs().len() + 4096 {
+            let mut pairs: Vec<u64> = self.index.pairs().map(|(pair, _)| pair).collect();
             pairs.sort_unstable();
             self.heap = pairs
                 .into_iter()
