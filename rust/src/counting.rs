@@ -3,6 +3,14 @@
 //! Text is cut around special tokens (they are never part of a learned
 //! token), pre-tokenized, and each piece's bytes counted. Chunks of text are
 //! counted on all cores into maps of their own, then added together.
+//!
+//! Adding maps is the serial part of counting, so files are counted into
+//! one map per pool thread, kept from chunk to chunk, and the maps are
+//! added on all cores (`PieceCounts::sum`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
@@ -14,7 +22,7 @@ use crate::progress::{Progress, Stage};
 use crate::text::bert::{for_each_word, BertNormalizer};
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::text::sentencepiece::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
-use crate::vocab::special_matcher;
+use crate::vocab::{hash_bytes, special_matcher};
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
 #[derive(Default, Debug)]
@@ -42,7 +50,66 @@ impl PieceCounts {
         self.counts = big;
         self.text_bytes += other.text_bytes;
     }
+
+    /// The sum of many counts, on all cores. Pieces are shared out by hash
+    /// and each share is summed on its own; the shares hold different
+    /// pieces, so joining them is one insertion per piece, with no lookup of
+    /// an existing one.
+    pub fn sum(parts: Vec<PieceCounts>) -> PieceCounts {
+        let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
+        let mut parts: Vec<FxHashMap<Vec<u8>, u64>> = parts
+            .into_iter()
+            .map(|part| part.counts)
+            .filter(|counts| !counts.is_empty())
+            .collect();
+        if parts.len() <= 1 {
+            let counts = parts.pop().unwrap_or_default();
+            return PieceCounts { counts, text_bytes };
+        }
+        // A power of two: the share is a few middle bits of the hash, which
+        // the maps use neither for buckets (low bits) nor tags (high bits).
+        let shares = (4 * rayon::current_num_threads()).next_power_of_two();
+        let share_of = |piece: &[u8]| (hash_bytes(piece) >> 32) as usize & (shares - 1);
+        // Each part's pieces, share by share.
+        let split: Vec<Vec<PieceList>> = parts
+            .into_par_iter()
+            .map(|counts| {
+                let mut by_share = vec![Vec::new(); shares];
+                for (piece, count) in counts {
+                    by_share[share_of(&piece)].push((piece, count));
+                }
+                by_share
+            })
+            .collect();
+        // Each share's pieces, part by part.
+        let mut by_share: Vec<Vec<PieceList>> = (0..shares).map(|_| Vec::new()).collect();
+        for part in split {
+            for (share, pieces) in by_share.iter_mut().zip(part) {
+                share.push(pieces);
+            }
+        }
+        let summed: Vec<FxHashMap<Vec<u8>, u64>> = by_share
+            .into_par_iter()
+            .map(|lists| {
+                let mut counts = FxHashMap::default();
+                counts.reserve(lists.iter().map(Vec::len).max().unwrap_or(0));
+                for (piece, count) in lists.into_iter().flatten() {
+                    *counts.entry(piece).or_insert(0) += count;
+                }
+                counts
+            })
+            .collect();
+        let mut counts = FxHashMap::default();
+        counts.reserve(summed.iter().map(|share| share.len()).sum());
+        for share in summed {
+            counts.extend(share);
+        }
+        PieceCounts { counts, text_bytes }
+    }
 }
+
+/// Pieces and their counts, one after another.
+type PieceList = Vec<(Vec<u8>, u64)>;
 
 /// How a counter cuts text into pieces.
 enum Splitter {
@@ -182,16 +249,14 @@ impl Counter {
                 },
             )
             .collect::<Result<_>>()?;
-        Ok(per_thread
-            .into_iter()
-            .fold(PieceCounts::default(), |mut total, part| {
-                total.merge(part);
-                total
-            }))
+        Ok(PieceCounts::sum(per_thread))
     }
 
-    /// Counts files, a batch of chunks at a time on all cores; `total_bytes`
-    /// (the sum of the file sizes) is only for progress.
+    /// Counts files on all cores; `total_bytes` (the sum of the file sizes)
+    /// is only for progress. This thread reads the files, hands each chunk
+    /// to the pool as soon as it is read (reading overlaps counting, and no
+    /// chunk waits for a batch to fill), and reports progress; each pool
+    /// thread counts into a map of its own.
     pub fn count_files(
         &self,
         paths: &[std::path::PathBuf],
@@ -199,27 +264,107 @@ impl Counter {
         total_bytes: u64,
         progress: &Progress,
     ) -> Result<PieceCounts> {
-        let batch_len = 2 * rayon::current_num_threads();
-        let mut total = PieceCounts::default();
         progress.force(Stage::Counting, 0, total_bytes)?;
-        for path in paths {
-            let mut reader = ChunkReader::open(path, bad_bytes)?;
-            loop {
-                let mut batch = Vec::with_capacity(batch_len);
-                while batch.len() < batch_len {
-                    match reader.next_chunk()? {
-                        Some(chunk) => batch.push(chunk),
-                        None => break,
+        let threads = rayon::current_num_threads();
+        let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
+        // Two chunks per thread at most are read and not yet counted (memory).
+        let pending = Pending::new(2 * threads);
+        let counted = AtomicU64::new(0);
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let report = || {
+            progress.update(
+                Stage::Counting,
+                counted.load(Ordering::Relaxed),
+                total_bytes,
+            )
+        };
+        let read = rayon::in_place_scope_fifo(|scope| -> Result<()> {
+            for path in paths {
+                let mut reader = ChunkReader::open(path, bad_bytes)?;
+                while let Some(chunk) = reader.next_chunk()? {
+                    pending.enter(report)?;
+                    if lock(&failure).is_some() {
+                        return Ok(());
                     }
+                    let (per_thread, pending, counted, failure) =
+                        (&per_thread, &pending, &counted, &failure);
+                    scope.spawn_fifo(move |_| {
+                        let counts = &per_thread[rayon::current_thread_index().unwrap_or(0)];
+                        if let Err(err) = self.count_text(&chunk, &mut lock(counts)) {
+                            lock(failure).get_or_insert(err);
+                        }
+                        counted.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        pending.leave();
+                    });
+                    report()?;
                 }
-                if batch.is_empty() {
-                    break;
-                }
-                total.merge(self.count_texts(&batch)?);
-                progress.update(Stage::Counting, total.text_bytes, total_bytes)?;
             }
+            Ok(())
+        });
+        if let Some(err) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(err);
         }
+        read?;
+        let total = PieceCounts::sum(
+            per_thread
+                .into_iter()
+                .map(|counts| counts.into_inner().unwrap_or_else(|e| e.into_inner()))
+                .collect(),
+        );
         progress.force(Stage::Counting, total.text_bytes, total_bytes)?;
         Ok(total)
     }
+}
+
+/// How many chunks are handed to the pool and not yet counted, up to a limit.
+struct Pending {
+    count: Mutex<usize>,
+    room: Condvar,
+    limit: usize,
+}
+
+/// How long `Pending::enter` waits between reports.
+const WAIT_REPORT: Duration = Duration::from_millis(50);
+
+impl Pending {
+    fn new(limit: usize) -> Self {
+        Pending {
+            count: Mutex::new(0),
+            room: Condvar::new(),
+            limit,
+        }
+    }
+
+    /// Takes a place for one more chunk, waiting for one if none is free;
+    /// `report` runs while waiting (progress, Ctrl-C).
+    fn enter(&self, report: impl Fn() -> Result<()>) -> Result<()> {
+        loop {
+            let mut count = lock(&self.count);
+            if *count < self.limit {
+                *count += 1;
+                return Ok(());
+            }
+            if rayon::current_thread_index().is_some() {
+                // On a pool thread: count chunks rather than wait for others to.
+                drop(count);
+                if rayon::yield_now() == Some(rayon::Yield::Idle) {
+                    std::thread::yield_now();
+                }
+            } else {
+                drop(self.room.wait_timeout(count, WAIT_REPORT));
+            }
+            report()?;
+        }
+    }
+
+    /// Frees the place of a chunk counted.
+    fn leave(&self) {
+        *lock(&self.count) -= 1;
+        self.room.notify_one();
+    }
+}
+
+/// Locks a mutex; a panic elsewhere leaves its data usable here.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -21,15 +21,52 @@
 //! Lists may hold entries that no longer hold the pair, and duplicates;
 //! both are dropped when the list is used.
 //!
-//! Cost: building is O(total word length), in parallel for short words; a
-//! merge costs the length of the short words and the number of long-word
-//! occurrences it touches.
+//! Speed: a trainer's merge loop is serial (each merge depends on the
+//! counts the last one left), and a merge spends its time reaching words
+//! and pairs scattered over memory. So:
+//! - short words are records in one arena (length, count, symbols), and a
+//!   pair lists the offsets of its records: reaching a word is one cache
+//!   miss, where a `Vec` per word and an array of counts cost three. The
+//!   lengths of a batch of records are loaded first, in a loop whose loads
+//!   do not wait for one another, so that their cache misses overlap;
+//! - a pair's count and records are one map entry (one lookup per pair a
+//!   merge changes), and pairs that can no longer matter are forgotten
+//!   (the `floor` of `new`): the map stays small;
+//! - a merge that touches many words (`PARALLEL_WORDS`: the early merges,
+//!   which do most of the rewriting) rewrites them on all cores, in
+//!   disjoint parts of the arena, each part collecting its own changes;
+//!   the changes are then summed and their lists joined in arena order,
+//!   which gives exactly the serial result. The maps of serial merges are
+//!   kept from one merge to the next rather than allocated each time.
+//!
+//! No result depends on the order of the words (counts are sums, and
+//! changes are reported in key order); callers may still order them so
+//! that words a merge touches lie together.
+//!
+//! Cost: building is O(total word length), on all cores; a merge costs the
+//! length of the short words and the number of long-word occurrences it
+//! touches.
+
+use std::collections::hash_map::Entry;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::error::{Error, Result};
+
 /// Words of at least this many symbols are long (see the module docs).
 const LONG_WORD: usize = 64;
+
+/// A merge that touches at least this many short words runs on all cores;
+/// below, the cost of sharing out the work outweighs the gain.
+const PARALLEL_WORDS: usize = 2048;
+
+/// Records whose lengths are loaded together (see `merge_records`).
+const LOAD_AHEAD: usize = 16;
+
+/// A short word's record in the arena: its length now, its count (low half,
+/// high half), then its symbols. Merges shorten a record in place.
+const HEADER: usize = 3;
 
 /// A pair of symbol ids as one key.
 #[inline(always)]
@@ -43,14 +80,28 @@ pub(crate) fn pair_ids(key: u64) -> (u32, u32) {
     ((key >> 32) as u32, key as u32)
 }
 
+#[derive(Default)]
 pub(crate) struct PairIndex {
-    /// The short words; a long word's entry is empty (it lives in `long`).
-    words: Vec<Vec<u32>>,
-    word_counts: Vec<u64>,
-    pub pair_counts: FxHashMap<u64, i64>,
-    /// Pair -> indices of the short words it occurs in (maybe stale, duplicated).
-    pair_words: FxHashMap<u64, Vec<u32>>,
+    /// The records of the short words of two symbols or more, one after
+    /// another (a word of one symbol has no pair).
+    records: Vec<u32>,
+    /// Pair -> its count and records: one entry, so that a merge reaches
+    /// both with one lookup.
+    pairs: FxHashMap<u64, PairEntry>,
     long: LongWords,
+    /// Pairs counted fewer times are forgotten (see `new`).
+    floor: i64,
+    /// The emptied maps of the last serial merge, for the next one.
+    spare_changes: Changes,
+}
+
+/// What is known of a pair.
+#[derive(Default)]
+struct PairEntry {
+    /// Occurrences, weighted by word counts.
+    count: i64,
+    /// Offsets of the records it occurs in (maybe stale, duplicated).
+    records: Vec<u32>,
 }
 
 /// The long words, one after another, as linked lists of symbols.
@@ -61,10 +112,9 @@ struct LongWords {
     /// The next and previous live positions in the same word (`END`: none).
     next: Vec<u32>,
     prev: Vec<u32>,
-    /// Where each long word starts, and its index among all words (for its
-    /// count), in position order.
+    /// Where each long word starts, in position order, and its count.
     starts: Vec<u32>,
-    word_index: Vec<u32>,
+    counts: Vec<u64>,
     /// Pair -> positions of its left symbol (maybe stale, duplicated).
     pair_positions: FxHashMap<u64, Vec<u32>>,
 }
@@ -72,74 +122,153 @@ struct LongWords {
 const GONE: u32 = u32::MAX;
 const END: u32 = u32::MAX;
 
+/// What a merge changed: pair counts (weighted by word counts), where new
+/// pairs occur, and how many occurrences it replaced (weighted).
+#[derive(Default)]
+struct Changes {
+    deltas: FxHashMap<u64, i64>,
+    /// Pair -> offsets of the records it now occurs in, in arena order.
+    additions: FxHashMap<u64, Vec<u32>>,
+    replaced: u64,
+}
+
+impl Changes {
+    /// These changes followed by `later`'s (of records further on).
+    fn then(mut self, later: Changes) -> Changes {
+        for (key, delta) in later.deltas {
+            *self.deltas.entry(key).or_insert(0) += delta;
+        }
+        append_lists(&mut self.additions, later.additions);
+        self.replaced += later.replaced;
+        self
+    }
+}
+
+/// Appends each list of `later` to the list of the same pair in `lists`.
+fn append_lists(lists: &mut FxHashMap<u64, Vec<u32>>, later: FxHashMap<u64, Vec<u32>>) {
+    for (key, list) in later {
+        append(lists.entry(key).or_default(), list);
+    }
+}
+
+/// Appends `list` to `to` (taking it whole when `to` is empty).
+fn append(to: &mut Vec<u32>, list: Vec<u32>) {
+    if to.is_empty() {
+        *to = list;
+    } else {
+        to.extend(list);
+    }
+}
+
+/// The index of one run of words, built on its own (see `PairIndex::new`).
+#[derive(Default)]
+struct Part {
+    pairs: FxHashMap<u64, PairEntry>,
+    long: LongWords,
+}
+
+impl Part {
+    /// This part followed by `later` (the next run of words).
+    fn then(mut self, later: Part) -> Part {
+        for (key, pair) in later.pairs {
+            let entry = self.pairs.entry(key).or_default();
+            entry.count += pair.count;
+            append(&mut entry.records, pair.records);
+        }
+        self.long.append(later.long);
+        self
+    }
+}
+
 impl PairIndex {
-    /// Counts the pairs of `words` (each with its count), on all cores.
-    pub fn new(mut words: Vec<Vec<u32>>, word_counts: Vec<u64>) -> Self {
-        let mut long = LongWords::default();
-        for (index, word) in words.iter_mut().enumerate() {
-            if word.len() >= LONG_WORD {
-                long.push(index as u32, &std::mem::take(word));
-            }
-        }
-        let chunk = (words.len() / (4 * rayon::current_num_threads())).max(1024);
-        let (mut pair_counts, pair_words) = words
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(c, chunk_words)| {
-                let mut counts: FxHashMap<u64, i64> = FxHashMap::default();
-                let mut where_: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-                for (i, word) in chunk_words.iter().enumerate() {
-                    let index = (c * chunk + i) as u32;
-                    let count = word_counts[index as usize] as i64;
-                    for w in word.windows(2) {
-                        let key = pair_key(w[0], w[1]);
-                        *counts.entry(key).or_insert(0) += count;
-                        let list = where_.entry(key).or_default();
-                        if list.last() != Some(&index) {
-                            list.push(index);
-                        }
+    /// Indexes `words` (each with its count), on all cores.
+    ///
+    /// Pairs counted fewer than `floor` times are forgotten, and stay so:
+    /// no count, no list, no report of their changes. That is only for
+    /// trainers whose every merge makes a new symbol: then a pair's count
+    /// only falls once the merge that makes it is done, and a pair below
+    /// the floor can never reach it (so BPE forgets the pairs it could
+    /// never merge). With `floor` 1, every pair that occurs is kept.
+    pub fn new<W, S>(words: &[(W, u64)], floor: u64) -> Result<Self>
+    where
+        W: AsRef<[S]> + Sync,
+        S: Copy + Into<u32> + Sync,
+    {
+        let runs: Vec<&[(W, u64)]> = words
+            .chunks((words.len() / (4 * rayon::current_num_threads())).max(1024))
+            .collect();
+        // The space each run takes in the arena and in the long words.
+        let sizes: Vec<(usize, usize)> = runs
+            .par_iter()
+            .map(|run| {
+                run.iter().fold((0, 0), |(short, long), (word, _)| {
+                    match word.as_ref().len() {
+                        0..2 => (short, long),
+                        n if n < LONG_WORD => (short + HEADER + n, long),
+                        n => (short, long + n),
                     }
-                }
-                (counts, where_)
+                })
             })
-            .reduce(
-                || (FxHashMap::default(), FxHashMap::default()),
-                |(mut counts_a, mut where_a), (counts_b, where_b)| {
-                    for (key, count) in counts_b {
-                        *counts_a.entry(key).or_insert(0) += count;
-                    }
-                    for (key, list) in where_b {
-                        where_a.entry(key).or_insert_with(Vec::new).extend(list);
-                    }
-                    (counts_a, where_a)
-                },
-            );
-        for (key, positions) in &long.pair_positions {
-            let weight: i64 = positions
-                .iter()
-                .map(|&p| word_counts[long.word_of(p) as usize] as i64)
-                .sum();
-            *pair_counts.entry(*key).or_insert(0) += weight;
+            .collect();
+        let records_len: usize = sizes.iter().map(|&(short, _)| short).sum();
+        let long_len: usize = sizes.iter().map(|&(_, long)| long).sum();
+        // Offsets and positions are u32, and `END` is one.
+        if records_len > u32::MAX as usize || long_len >= END as usize {
+            return Err(Error::Corpus(
+                "the corpus has too many distinct pieces to train on (their bytes pass 2^32)"
+                    .to_owned(),
+            ));
         }
-        PairIndex {
-            words,
-            word_counts,
-            pair_counts,
-            pair_words,
-            long,
-        }
+        let mut records = vec![0u32; records_len];
+        let parts = split_lengths(&mut records, sizes.iter().map(|&(short, _)| short));
+        let mut starts = (0u32, 0u32);
+        let starts: Vec<(u32, u32)> = sizes
+            .iter()
+            .map(|&(short, long)| {
+                let run_start = starts;
+                starts = (starts.0 + short as u32, starts.1 + long as u32);
+                run_start
+            })
+            .collect();
+        let built = runs
+            .into_par_iter()
+            .zip(parts)
+            .zip(starts)
+            .map(|((run, part), (records_start, long_start))| {
+                index_run(run, part, records_start, long_start)
+            })
+            .reduce(Part::default, Part::then);
+        let floor = floor.max(1) as i64;
+        let mut pairs = built.pairs;
+        pairs.retain(|_, pair| pair.count >= floor);
+        Ok(PairIndex {
+            records,
+            pairs,
+            long: built.long,
+            floor,
+            spare_changes: Changes::default(),
+        })
     }
 
-    /// The current count of a pair (0 if it occurs nowhere).
+    /// The current count of a pair (0 if it occurs nowhere, or is
+    /// forgotten).
     pub fn count(&self, pair: u64) -> u64 {
-        self.pair_counts.get(&pair).copied().unwrap_or(0) as u64
+        self.pairs.get(&pair).map_or(0, |entry| entry.count as u64)
+    }
+
+    /// Every pair kept, with its count, in no set order.
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + '_ {
+        self.pairs
+            .iter()
+            .map(|(&pair, entry)| (pair, entry.count as u64))
     }
 
     /// Replaces every occurrence of `left right` by `new_id`, left to right
     /// in each word, and calls `changed(pair, new count, change)` for every
-    /// other pair whose count changed. Returns the number of occurrences
-    /// replaced, weighted by word counts: less than the pair's count when
-    /// `left == right` and occurrences overlap (`a a a` makes one `aa`).
+    /// other pair whose count changed, in key order. Returns the number of
+    /// occurrences replaced, weighted by word counts: less than the pair's
+    /// count when `left == right` and occurrences overlap (`a a a` makes one
+    /// `aa`).
     pub fn merge(
         &mut self,
         left: u32,
@@ -148,79 +277,231 @@ impl PairIndex {
         mut changed: impl FnMut(u64, i64, i64),
     ) -> u64 {
         let pair = pair_key(left, right);
-        let mut word_list = self.pair_words.remove(&pair).unwrap_or_default();
-        word_list.sort_unstable();
-        word_list.dedup();
-        self.pair_counts.remove(&pair);
+        let mut offsets = self
+            .pairs
+            .remove(&pair)
+            .map(|entry| entry.records)
+            .unwrap_or_default();
+        offsets.sort_unstable();
+        offsets.dedup();
 
-        // Count changes, weighted by word counts, and (pair, word) additions.
-        let mut deltas: FxHashMap<u64, i64> = FxHashMap::default();
-        let mut additions: Vec<(u64, u32)> = Vec::new();
-        let mut replaced = 0;
-        for &index in &word_list {
-            let word = &mut self.words[index as usize];
-            let count = self.word_counts[index as usize];
-            let merged = merge_word(word, left, right, new_id, |key, delta| {
-                *deltas.entry(key).or_insert(0) += delta * count as i64;
-                if delta > 0 {
-                    additions.push((key, index));
-                }
-            });
-            replaced += merged * count;
-        }
-        replaced += self
-            .long
-            .merge(left, right, new_id, &self.word_counts, &mut deltas);
+        let threads = rayon::current_num_threads();
+        let parallel = offsets.len() >= PARALLEL_WORDS && threads > 1;
+        let mut changes = if parallel {
+            // Each run of offsets with the part of the arena that holds its
+            // records (up to the next run's first record).
+            let runs: Vec<&[u32]> = offsets
+                .chunks(offsets.len().div_ceil(4 * threads))
+                .collect();
+            let first = offsets[0] as usize;
+            let part_lengths = runs.windows(2).map(|w| (w[1][0] - w[0][0]) as usize);
+            let last_length = self.records.len() - runs[runs.len() - 1][0] as usize;
+            let parts = split_lengths(
+                &mut self.records[first..],
+                part_lengths.chain(std::iter::once(last_length)),
+            );
+            runs.into_par_iter()
+                .zip(parts)
+                .map(|(run, part)| {
+                    let mut changes = Changes::default();
+                    merge_records(part, run[0], run, left, right, new_id, &mut changes);
+                    changes
+                })
+                .reduce(Changes::default, Changes::then)
+        } else {
+            let mut changes = std::mem::take(&mut self.spare_changes);
+            merge_records(
+                &mut self.records,
+                0,
+                &offsets,
+                left,
+                right,
+                new_id,
+                &mut changes,
+            );
+            changes
+        };
+        let mut replaced = changes.replaced;
+        replaced += self.long.merge(left, right, new_id, &mut changes.deltas);
+
         // In key order, so that callers see changes in a fixed order.
-        let mut deltas: Vec<(u64, i64)> = deltas.into_iter().collect();
+        let mut deltas: Vec<(u64, i64)> = changes.deltas.drain().collect();
         deltas.sort_unstable();
         for (key, delta) in deltas {
-            if key == pair || delta == 0 {
+            if key == pair {
                 continue;
             }
-            let count = self.pair_counts.entry(key).or_insert(0);
-            *count += delta;
-            let count = *count;
-            debug_assert!(count >= 0);
-            if count <= 0 {
-                self.pair_counts.remove(&key);
+            let count = match self.pairs.entry(key) {
+                Entry::Occupied(mut entry) => {
+                    let count = entry.get().count + delta;
+                    debug_assert!(count >= 0);
+                    if count < self.floor {
+                        entry.remove();
+                    } else {
+                        let entry = entry.get_mut();
+                        entry.count = count;
+                        if let Some(list) = changes.additions.remove(&key) {
+                            append(&mut entry.records, list);
+                        }
+                    }
+                    count
+                }
+                Entry::Vacant(entry) if delta >= self.floor => {
+                    let records = changes.additions.remove(&key).unwrap_or_default();
+                    entry.insert(PairEntry {
+                        count: delta,
+                        records,
+                    });
+                    delta
+                }
+                // Below the floor: forgotten, or never kept.
+                Entry::Vacant(_) => continue,
+            };
+            if delta != 0 {
+                changed(key, count, delta);
             }
-            changed(key, count, delta);
         }
-        for (key, index) in additions {
-            let list = self.pair_words.entry(key).or_default();
-            if list.last() != Some(&index) {
-                list.push(index);
-            }
+        // What is left occurs in pairs that are not kept.
+        changes.additions.clear();
+        if !parallel {
+            changes.replaced = 0;
+            self.spare_changes = changes;
         }
         replaced
     }
 }
 
+/// The index of a run of words: their records written into `part` (the
+/// arena from offset `records_start`), their long words placed from
+/// position `long_start`.
+fn index_run<W, S>(run: &[(W, u64)], part: &mut [u32], records_start: u32, long_start: u32) -> Part
+where
+    W: AsRef<[S]>,
+    S: Copy + Into<u32>,
+{
+    let mut built = Part::default();
+    let mut at = 0;
+    for (word, count) in run {
+        let word = word.as_ref();
+        if word.len() < 2 {
+            continue;
+        }
+        for w in word.windows(2) {
+            built
+                .pairs
+                .entry(pair_key(w[0].into(), w[1].into()))
+                .or_default()
+                .count += *count as i64;
+        }
+        if word.len() >= LONG_WORD {
+            let start = long_start + built.long.symbols.len() as u32;
+            built.long.push(start, word, *count);
+            continue;
+        }
+        let offset = records_start + at as u32;
+        let record = &mut part[at..at + HEADER + word.len()];
+        record[0] = word.len() as u32;
+        record[1] = *count as u32;
+        record[2] = (*count >> 32) as u32;
+        for (slot, &symbol) in record[HEADER..].iter_mut().zip(word) {
+            *slot = symbol.into();
+        }
+        for w in record[HEADER..].windows(2) {
+            let list = &mut built.pairs.entry(pair_key(w[0], w[1])).or_default().records;
+            if list.last() != Some(&offset) {
+                list.push(offset);
+            }
+        }
+        at += record.len();
+    }
+    built
+}
+
+/// Merges `left right` in the records at `offsets` (in arena order), which
+/// lie in `part`, the arena from offset `part_start`, and adds what changed
+/// to `changes`.
+fn merge_records(
+    part: &mut [u32],
+    part_start: u32,
+    offsets: &[u32],
+    left: u32,
+    right: u32,
+    new_id: u32,
+    changes: &mut Changes,
+) {
+    for batch in offsets.chunks(LOAD_AHEAD) {
+        // The records' lengths first, in a loop of loads that do not wait
+        // for one another: their cache misses overlap, where loading each
+        // record as its turn comes would wait for every one.
+        let mut lens = [0u32; LOAD_AHEAD];
+        for (len, &offset) in lens.iter_mut().zip(batch) {
+            *len = part[(offset - part_start) as usize];
+        }
+        for (&len, &offset) in lens.iter().zip(batch) {
+            let record = &mut part[(offset - part_start) as usize..];
+            let count = record[1] as u64 | (record[2] as u64) << 32;
+            let symbols = &mut record[HEADER..HEADER + len as usize];
+            let (merged, new_len) = merge_word(symbols, left, right, new_id, |key, delta| {
+                *changes.deltas.entry(key).or_insert(0) += delta * count as i64;
+                if delta > 0 {
+                    let list = changes.additions.entry(key).or_default();
+                    if list.last() != Some(&offset) {
+                        list.push(offset);
+                    }
+                }
+            });
+            record[0] = new_len as u32;
+            changes.replaced += merged * count;
+        }
+    }
+}
+
+/// `slice` cut into consecutive parts of the given lengths.
+fn split_lengths<T>(mut slice: &mut [T], lengths: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
+    lengths
+        .map(|len| {
+            let (part, rest) = std::mem::take(&mut slice).split_at_mut(len);
+            slice = rest;
+            part
+        })
+        .collect()
+}
+
 impl LongWords {
-    /// Appends a long word (`index` among all words).
-    fn push(&mut self, index: u32, word: &[u32]) {
-        let start = self.symbols.len() as u32;
+    /// Appends a long word that starts at position `start` (this list may be
+    /// the part of a larger one that starts before its first position).
+    fn push<S: Copy + Into<u32>>(&mut self, start: u32, word: &[S], count: u64) {
         self.starts.push(start);
-        self.word_index.push(index);
+        self.counts.push(count);
         let n = word.len() as u32;
-        self.symbols.extend_from_slice(word);
+        self.symbols
+            .extend(word.iter().map(|&symbol| symbol.into()));
         self.next
             .extend((start + 1..start + n).chain(std::iter::once(END)));
         self.prev
             .extend(std::iter::once(END).chain(start..start + n - 1));
         for (i, w) in word.windows(2).enumerate() {
             self.pair_positions
-                .entry(pair_key(w[0], w[1]))
+                .entry(pair_key(w[0].into(), w[1].into()))
                 .or_default()
                 .push(start + i as u32);
         }
     }
 
-    /// The index (among all words) of the word at `position`.
-    fn word_of(&self, position: u32) -> u32 {
+    /// Appends the long words of `later`, which start where these end.
+    fn append(&mut self, mut later: LongWords) {
+        self.symbols.append(&mut later.symbols);
+        self.next.append(&mut later.next);
+        self.prev.append(&mut later.prev);
+        self.starts.append(&mut later.starts);
+        self.counts.append(&mut later.counts);
+        append_lists(&mut self.pair_positions, later.pair_positions);
+    }
+
+    /// The count of the word at `position`.
+    fn count_at(&self, position: u32) -> u64 {
         let at = self.starts.partition_point(|&start| start <= position) - 1;
-        self.word_index[at]
+        self.counts[at]
     }
 
     /// Merges the occurrences of `left right` in the long words, adds the
@@ -231,7 +512,6 @@ impl LongWords {
         left: u32,
         right: u32,
         new_id: u32,
-        word_counts: &[u64],
         deltas: &mut FxHashMap<u64, i64>,
     ) -> u64 {
         let Some(mut positions) = self.pair_positions.remove(&pair_key(left, right)) else {
@@ -249,7 +529,7 @@ impl LongWords {
             {
                 continue; // Merged away since it was listed.
             }
-            let count = word_counts[self.word_of(at) as usize] as i64;
+            let count = self.count_at(at) as i64;
             let mut change = |key: u64, delta: i64| {
                 *deltas.entry(key).or_insert(0) += delta * count;
             };
@@ -285,14 +565,14 @@ impl LongWords {
 
 /// Merges the occurrences of `left right` in one word, left to right, in one
 /// pass, reports each change of a pair count (+1 or -1 per occurrence), and
-/// returns how many it merged.
+/// returns how many it merged and the word's new length.
 fn merge_word(
-    word: &mut Vec<u32>,
+    word: &mut [u32],
     left: u32,
     right: u32,
     new_id: u32,
     mut change: impl FnMut(u64, i64),
-) -> u64 {
+) -> (u64, usize) {
     let n = word.len();
     let mut merged = 0;
     // The merged word is written over the word as it is read.
@@ -316,8 +596,7 @@ fn merge_word(
         }
         write += 1;
     }
-    word.truncate(write);
-    merged
+    (merged, write)
 }
 
 #[cfg(test)]
@@ -325,19 +604,39 @@ mod tests {
     use super::*;
 
     impl PairIndex {
-        /// Every word as it stands now, long ones read off their lists.
-        fn current_words(&self) -> Vec<Vec<u32>> {
-            let mut words = self.words.clone();
-            for (&start, &index) in self.long.starts.iter().zip(&self.long.word_index) {
-                let mut word = Vec::new();
-                let mut at = start;
-                while at != END {
-                    word.push(self.long.symbols[at as usize]);
-                    at = self.long.next[at as usize];
-                }
-                words[index as usize] = word;
-            }
-            words
+        /// The count of every pair kept.
+        fn counts(&self) -> FxHashMap<u64, i64> {
+            self.pairs()
+                .map(|(pair, count)| (pair, count as i64))
+                .collect()
+        }
+
+        /// Every word as it stands now, given the words it was built from
+        /// (in order: records and long words keep it).
+        fn current_words(&self, built_from: &[Vec<u32>]) -> Vec<Vec<u32>> {
+            let (mut offset, mut long) = (0, 0);
+            built_from
+                .iter()
+                .map(|word| match word.len() {
+                    0..2 => word.clone(),
+                    n if n < LONG_WORD => {
+                        let len = self.records[offset] as usize;
+                        let symbols = &self.records[offset + HEADER..offset + HEADER + len];
+                        offset += HEADER + n;
+                        symbols.to_vec()
+                    }
+                    _ => {
+                        let mut word = Vec::new();
+                        let mut at = self.long.starts[long];
+                        long += 1;
+                        while at != END {
+                            word.push(self.long.symbols[at as usize]);
+                            at = self.long.next[at as usize];
+                        }
+                        word
+                    }
+                })
+                .collect()
         }
     }
 
@@ -368,8 +667,10 @@ mod tests {
         (out, merged)
     }
 
-    #[test]
-    fn merges_equal_the_plain_way_on_short_and_long_words() {
+    /// `count` random words over `symbols` symbols (runs like `a a a` are
+    /// frequent with few), of the given lengths in turn, with random
+    /// counts (some above 1).
+    fn random_words(count: usize, symbols: u64, lengths: &[usize]) -> (Vec<Vec<u32>>, Vec<u64>) {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -377,51 +678,121 @@ mod tests {
             seed ^= seed << 17;
             seed % n
         };
-        // Words over three symbols (runs like `a a a` are frequent), short
-        // and long, some repeated (counts above 1).
-        let lengths = [1, 2, 3, 5, 8, 63, 64, 65, 200, 3000];
-        let mut words: Vec<Vec<u32>> = (0..60)
+        let words: Vec<Vec<u32>> = (0..count)
             .map(|i| {
                 (0..lengths[i % lengths.len()])
-                    .map(|_| next(3) as u32)
+                    .map(|_| next(symbols) as u32)
                     .collect()
             })
             .collect();
-        let counts: Vec<u64> = (0..words.len()).map(|_| 1 + next(3)).collect();
-        let mut index = PairIndex::new(words.clone(), counts.clone());
-        assert_eq!(index.pair_counts, recount(&words, &counts));
-        for new_id in 3..60u32 {
-            // The most frequent pair, smallest key on ties.
-            let Some((&pair, _)) = index
-                .pair_counts
-                .iter()
-                .max_by_key(|&(&k, &c)| (c, std::cmp::Reverse(k)))
+        let counts = (0..count).map(|_| 1 + next(3)).collect();
+        (words, counts)
+    }
+
+    /// The pair counts of `words` from scratch, of the pairs counted at
+    /// least `floor` times.
+    fn recount_from(words: &[Vec<u32>], counts: &[u64], floor: i64) -> FxHashMap<u64, i64> {
+        let mut pairs = recount(words, counts);
+        pairs.retain(|_, &mut count| count >= floor);
+        pairs
+    }
+
+    /// Merges the most frequent pair (smallest key on ties) `merges` times,
+    /// with new symbols from `first_id` on, checking the index (which
+    /// forgets pairs counted less than `floor` times) against the plain way
+    /// after each; returns every change reported.
+    fn merge_checked(
+        mut words: Vec<Vec<u32>>,
+        counts: &[u64],
+        first_id: u32,
+        merges: u32,
+        floor: u64,
+    ) -> Vec<(u64, i64, i64)> {
+        let floor_count = floor as i64;
+        let pieces: Vec<(Vec<u32>, u64)> = words.iter().cloned().zip(counts.to_vec()).collect();
+        let mut index = PairIndex::new(&pieces, floor).unwrap();
+        assert_eq!(index.counts(), recount_from(&words, counts, floor_count));
+        let mut all_changes = Vec::new();
+        for new_id in first_id..first_id + merges {
+            let Some((pair, _)) = index
+                .pairs()
+                .max_by_key(|&(k, c)| (c, std::cmp::Reverse(k)))
             else {
                 break;
             };
             let (left, right) = pair_ids(pair);
-            let mut expected_changes = Vec::new();
+            let mut changes = Vec::new();
             let replaced = index.merge(left, right, new_id, |key, count, delta| {
-                expected_changes.push((key, count, delta));
+                changes.push((key, count, delta));
             });
             let mut naive_replaced = 0;
-            for (word, count) in words.iter_mut().zip(&counts) {
+            for (word, count) in words.iter_mut().zip(counts) {
                 let (merged, n) = naive_merge(word, left, right, new_id);
                 *word = merged;
                 naive_replaced += n * count;
             }
             assert_eq!(replaced, naive_replaced, "merge {new_id}");
-            assert_eq!(index.current_words(), words, "merge {new_id}");
-            let expected = recount(&words, &counts);
-            assert_eq!(index.pair_counts, expected, "merge {new_id}");
-            // Every reported change is the pair's new count.
-            for (key, count, _) in expected_changes {
+            assert_eq!(
+                index.current_words(&pieces.iter().map(|p| p.0.clone()).collect::<Vec<_>>()),
+                words,
+                "merge {new_id}"
+            );
+            let expected = recount(&words, counts);
+            assert_eq!(
+                index.counts(),
+                recount_from(&words, counts, floor_count),
+                "merge {new_id}"
+            );
+            // Every reported change is the pair's new count, in key order.
+            assert!(changes.windows(2).all(|w| w[0].0 < w[1].0));
+            for &(key, count, _) in &changes {
                 assert_eq!(
                     count,
                     expected.get(&key).copied().unwrap_or(0),
                     "merge {new_id}"
                 );
             }
+            all_changes.extend(changes);
         }
+        all_changes
+    }
+
+    #[test]
+    fn merges_equal_the_plain_way_on_short_and_long_words() {
+        let lengths = [1, 2, 3, 5, 8, 63, 64, 65, 200, 3000];
+        let (words, counts) = random_words(60, 3, &lengths);
+        merge_checked(words, &counts, 3, 57, 1);
+    }
+
+    #[test]
+    fn pairs_below_the_floor_are_forgotten() {
+        let lengths = [2, 3, 4, 6, 9, 70];
+        let (words, counts) = random_words(400, 8, &lengths);
+        for floor in [2, 5, 40] {
+            merge_checked(words.clone(), &counts, 8, 60, floor);
+        }
+    }
+
+    #[test]
+    fn parallel_merges_equal_the_plain_way() {
+        // Enough words that the early merges run in parallel (when the
+        // tests have more than one thread).
+        let (words, counts) = random_words(20 * PARALLEL_WORDS, 6, &[2, 3, 4, 7, 12, 30]);
+        merge_checked(words, &counts, 6, 40, 1);
+    }
+
+    #[test]
+    fn results_do_not_depend_on_word_order() {
+        let lengths = [2, 3, 5, 8, 70, 4, 9];
+        let (words, counts) = random_words(3 * PARALLEL_WORDS, 4, &lengths);
+        let forward = merge_checked(words.clone(), &counts, 4, 30, 2);
+        let backward = merge_checked(
+            words.into_iter().rev().collect(),
+            &counts.into_iter().rev().collect::<Vec<_>>(),
+            4,
+            30,
+            2,
+        );
+        assert_eq!(forward, backward);
     }
 }

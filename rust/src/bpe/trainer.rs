@@ -13,6 +13,21 @@
 //! entry whose count is out of date is re-pushed with the current count when
 //! it surfaces.
 //!
+//! Speed: counting pieces (`counting`) and indexing them (`pair_index`)
+//! run on all cores, and so do the early merges, which rewrite many pieces
+//! (`pair_index`). The merge loop itself is serial, since each merge
+//! depends on the counts the last one left; it is what limits training on
+//! many cores, so it is kept lean:
+//! - the pieces are sorted first, so that pieces which share a start
+//!   (" the", " them", " then") lie together and a merge reaches fewer
+//!   parts of memory;
+//! - the heap is kept small. A pair's count only falls once its newer token
+//!   is made; so a pair counted fewer than `min_frequency` times is no
+//!   candidate at all (it could never be merged), and a pair counted far
+//!   less than the best waits in a plain list (most pairs made late are
+//!   rare, and never merged) until the heap runs dry (`Candidates`);
+//! - the pieces and the index are freed on a thread of their own.
+//!
 //! Cost: counting pairs is O(total piece length); each merge costs the length
 //! of the pieces it touches plus O(log P) per changed pair.
 
@@ -84,13 +99,73 @@ impl PartialOrd for Candidate {
     }
 }
 
+/// The pairs that could be merged, most frequent first: those counted
+/// `floor` times or more in a heap, the others waiting in a list. Every
+/// entry's count is at least its pair's count now (it may be out of date,
+/// never too low), so the best in the heap beats every waiting pair.
+struct Candidates {
+    heap: BinaryHeap<Candidate>,
+    waiting: Vec<Candidate>,
+    floor: u64,
+    /// `min_frequency`, at least 1.
+    min_count: u64,
+    max_token_bytes: usize,
+}
+
+/// When the heap runs dry, the waiting pairs counted at least
+/// 1/`HEAP_SPAN` as often as the best of them move into it.
+const HEAP_SPAN: u64 = 4;
+
+impl Candidates {
+    fn new(min_count: u64, max_token_bytes: usize) -> Self {
+        Candidates {
+            heap: BinaryHeap::new(),
+            waiting: Vec::new(),
+            floor: u64::MAX,
+            min_count,
+            max_token_bytes,
+        }
+    }
+
+    /// Adds a pair with its count if it could be merged: counted often
+    /// enough, and its merged token (of `tokens`) within the length limit.
+    fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
+        let (left, right) = pair_ids(pair);
+        if count < self.min_count
+            || tokens[left as usize].len() + tokens[right as usize].len() > self.max_token_bytes
+        {
+            return;
+        }
+        let candidate = Candidate { count, pair };
+        if count >= self.floor {
+            self.heap.push(candidate);
+        } else {
+            self.waiting.push(candidate);
+        }
+    }
+
+    /// Takes the best entry (which may be out of date).
+    fn pop(&mut self) -> Option<Candidate> {
+        if self.heap.is_empty() {
+            let best = self.waiting.iter().map(|c| c.count).max()?;
+            self.floor = best / HEAP_SPAN;
+            let floor = self.floor;
+            let (hot, waiting) = std::mem::take(&mut self.waiting)
+                .into_iter()
+                .partition(|c| c.count >= floor);
+            self.heap = BinaryHeap::from(hot);
+            self.waiting = waiting;
+        }
+        self.heap.pop()
+    }
+}
+
 struct State {
     /// Each distinct piece as a sequence of token ids, and its pairs.
     index: PairIndex,
     /// The bytes of every token so far, by id.
     tokens: Vec<Vec<u8>>,
-    max_token_bytes: usize,
-    heap: BinaryHeap<Candidate>,
+    candidates: Candidates,
 }
 
 /// Learns a model from piece counts.
@@ -108,26 +183,22 @@ pub fn train(
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
     let total_merges = (target_tokens - 256) as u64;
 
-    let mut state = State::new(counts, settings.max_token_bytes.unwrap_or(usize::MAX));
+    let candidates = Candidates::new(
+        settings.min_frequency.max(1),
+        settings.max_token_bytes.unwrap_or(usize::MAX),
+    );
+    let mut state = State::new(counts, candidates)?;
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
 
     progress.force(Stage::Merging, 0, total_merges)?;
     while state.tokens.len() < target_tokens {
-        let Some(Candidate { count, pair }) = state.heap.pop() else {
+        let Some(Candidate { count, pair }) = state.candidates.pop() else {
             break;
         };
         let current = state.index.count(pair);
         if current != count {
-            if current > 0 {
-                state.heap.push(Candidate {
-                    count: current,
-                    pair,
-                });
-            }
+            state.candidates.push(&state.tokens, pair, current);
             continue;
-        }
-        if count < settings.min_frequency.max(1) {
-            break;
         }
         let (left, right) = pair_ids(pair);
         let new_id = state.tokens.len() as u32;
@@ -143,7 +214,12 @@ pub fn train(
     }
     progress.force(Stage::Merging, merges.len() as u64, total_merges)?;
 
-    let tokens = state.tokens;
+    let State {
+        index,
+        tokens,
+        candidates,
+    } = state;
+    drop_in_background((index, candidates));
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -155,40 +231,22 @@ pub fn train(
 }
 
 impl State {
-    fn new(counts: PieceCounts, max_token_bytes: usize) -> Self {
-        // Sorted by bytes, so that word indices (and everything after) do not
-        // depend on hash map order.
+    fn new(counts: PieceCounts, mut candidates: Candidates) -> Result<Self> {
+        // Sorted for speed (see the module docs); no result depends on the
+        // order.
         let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
         pieces.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let (words, word_counts): (Vec<Vec<u32>>, Vec<u64>) = pieces
-            .into_par_iter()
-            .map(|(bytes, count)| (bytes.into_iter().map(u32::from).collect(), count))
-            .unzip();
-
-        let mut state = State {
-            index: PairIndex::new(words, word_counts),
-            tokens: (0..=255u8).map(|b| vec![b]).collect(),
-            max_token_bytes,
-            heap: BinaryHeap::new(),
-        };
-        let candidates: Vec<Candidate> = state
-            .index
-            .pair_counts
-            .iter()
-            .filter(|&(&pair, _)| state.fits(pair))
-            .map(|(&pair, &count)| Candidate {
-                count: count as u64,
-                pair,
-            })
-            .collect();
-        state.heap = BinaryHeap::from(candidates);
-        state
-    }
-
-    /// Whether the pair's merged token respects the length limit.
-    fn fits(&self, pair: u64) -> bool {
-        let (left, right) = pair_ids(pair);
-        self.tokens[left as usize].len() + self.tokens[right as usize].len() <= self.max_token_bytes
+        let index = PairIndex::new(&pieces, candidates.min_count)?;
+        drop_in_background(pieces);
+        let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for (pair, count) in index.pairs() {
+            candidates.push(&tokens, pair, count);
+        }
+        Ok(State {
+            index,
+            tokens,
+            candidates,
+        })
     }
 
     /// Replaces every occurrence of `left right` by `new_id` and updates the
@@ -197,19 +255,23 @@ impl State {
         let State {
             index,
             tokens,
-            max_token_bytes,
-            heap,
+            candidates,
         } = self;
         // Heap counts come from the pair counts: the number replaced is not needed.
         let _ = index.merge(left, right, new_id, |pair, count, delta| {
-            let (l, r) = pair_ids(pair);
-            let fits = tokens[l as usize].len() + tokens[r as usize].len() <= *max_token_bytes;
-            if delta > 0 && count > 0 && fits {
-                heap.push(Candidate {
-                    count: count as u64,
-                    pair,
-                });
+            if delta > 0 {
+                candidates.push(tokens, pair, count as u64);
             }
         });
     }
+}
+
+/// Drops `value` on a thread of its own: freeing many small allocations
+/// (the pieces, the index's lists) takes tens of milliseconds that training
+/// need not wait for. Not on the pool, whose threads training may need at
+/// once.
+fn drop_in_background<T: Send + 'static>(value: T) {
+    // Without a thread (none left to start), the closure, and so `value`,
+    // is dropped here.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
 }

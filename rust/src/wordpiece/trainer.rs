@@ -152,7 +152,7 @@ impl State {
 
         let alphabet = alphabet(&words, settings.limit_alphabet);
         let mut state = State {
-            index: PairIndex::new(Vec::new(), Vec::new()),
+            index: PairIndex::default(),
             symbols: Vec::new(),
             symbol_ids: FxHashMap::default(),
             symbol_counts: Vec::new(),
@@ -190,7 +190,6 @@ impl State {
         }
 
         let mut sequences = Vec::new();
-        let mut word_counts = Vec::new();
         for (word, count) in &words {
             let Some(sequence) = word
                 .chars()
@@ -203,11 +202,10 @@ impl State {
             for &symbol in &sequence {
                 state.symbol_counts[symbol as usize] += count;
             }
-            sequences.push(sequence);
-            word_counts.push(*count);
+            sequences.push((sequence, *count));
         }
-        state.index = PairIndex::new(sequences, word_counts);
-        let mut pairs: Vec<u64> = state.index.pair_counts.keys().copied().collect();
+        state.index = PairIndex::new(&sequences, 1)?;
+        let mut pairs: Vec<u64> = state.index.pairs().map(|(pair, _)| pair).collect();
         pairs.sort_unstable();
         for pair in pairs {
             let (left, right) = pair_ids(pair);
@@ -305,8 +303,8 @@ impl State {
         }
         // Out-of-date entries pile up: rebuild from the live pairs now and
         // then, so that memory stays proportional to them.
-        if self.heap.len() > 4 * self.index.pair_counts.len() + 4096 {
-            let mut pairs: Vec<u64> = self.index.pair_counts.keys().copied().collect();
+        if self.heap.len() > 4 * self.index.pairs().len() + 4096 {
+            let mut pairs: Vec<u64> = self.index.pairs().map(|(pair, _)| pair).collect();
             pairs.sort_unstable();
             self.heap = pairs
                 .into_iter()
