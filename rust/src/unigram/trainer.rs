@@ -306,7 +306,7 @@ const RARE_BYTE: u8 = 0xFF;
 
 impl Words {
     fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
-        let (bytes, ends) = join_words(words.len(), |w, bytes| {
+        let (bytes, ends) = join_in_order(words.len(), |w, bytes| {
             for c in std::str::from_utf8(&words[w].0)
                 .expect("counted text is UTF-8")
                 .chars()
@@ -344,7 +344,7 @@ impl Words {
 
     /// The words as characters, for seeding.
     fn word_text(&self) -> WordText {
-        let (chars, mut starts) = join_words(self.len(), |i, chars| {
+        let (chars, mut starts) = join_in_order(self.len(), |i, chars| {
             let mut at = 0;
             let word = self.word(i);
             while at < word.len() {
@@ -413,10 +413,10 @@ impl Words {
     }
 }
 
-/// Calls `write(word, out)` for words `0..n` on all cores (in chunks of
-/// `CHUNK` words) and joins what they wrote in word order; also returns
-/// where each word's part starts, and the total length last.
-fn join_words<T: Send>(
+/// Calls `write(i, out)` for `i` in `0..n` on all cores (in chunks of
+/// `CHUNK`) and joins what they wrote in order of `i`; also returns where
+/// each part starts, and the total length last.
+fn join_in_order<T: Send>(
     n: usize,
     write: impl Fn(usize, &mut Vec<T>) + Sync,
 ) -> (Vec<T>, Vec<usize>) {
@@ -488,9 +488,16 @@ impl Vocab {
             .zip(0..)
             .map(|(p, i)| (p.as_bytes(), i))
             .collect();
-        // Sorted on all cores: `Trie::new` then finds them sorted at once.
         keys.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let trie = Trie::new(keys);
+        // Copied one after another in sorted order: `Trie::new` (on one
+        // thread) then finds them sorted at once, and reads them in order
+        // rather than from each piece's own allocation (about twice faster).
+        let (joined, ends) = join_in_order(keys.len(), |k, out| out.extend_from_slice(keys[k].0));
+        let trie = Trie::new(
+            keys.iter()
+                .enumerate()
+                .map(|(k, &(_, i))| (&joined[ends[k]..ends[k + 1]], i)),
+        );
         let slot = (0..pieces.len() as u32).collect();
         Vocab {
             pieces,
@@ -543,7 +550,12 @@ impl Vocab {
     }
 
     fn unk_score(&self) -> f64 {
-        self.scores.iter().copied().fold(f64::INFINITY, f64::min) - UNK_PENALTY
+        // The minimum of finite numbers: the same in any order.
+        self.scores
+            .par_iter()
+            .copied()
+            .reduce(|| f64::INFINITY, f64::min)
+            - UNK_PENALTY
     }
 
     /// The lattice of `word` into `nodes`, by start: every piece at every
@@ -591,10 +603,10 @@ impl Vocab {
     /// corpus, and the corpus's log-likelihood.
     fn expectations(&self, corpus: &Words, shift: f64, progress: &Progress) -> (Vec<u64>, f64) {
         let unk_score = self.unk_score();
-        let probabilities: Vec<f64> = self.scores.iter().map(|s| s.exp()).collect();
+        let probabilities: Vec<f64> = self.scores.par_iter().map(|s| s.exp()).collect();
         let max_len = self
             .pieces
-            .iter()
+            .par_iter()
             .map(|p| p.len())
             .max()
             .unwrap_or(1)
