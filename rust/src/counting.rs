@@ -2,11 +2,14 @@
 //!
 //! Text is cut around special tokens (they are never part of a learned
 //! token), pre-tokenized, and each piece's bytes counted. Chunks of text are
-//! counted on all cores into maps of their own, then added together.
+//! counted on all cores into maps of their own, then added together on all
+//! cores (`PieceCounts::merge_all`).
+
+use std::hash::BuildHasher;
 
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::{Error, Result};
@@ -29,6 +32,63 @@ impl PieceCounts {
         self.counts.is_empty()
     }
 
+    /// Adds counts together on all cores. Adding maps one into another
+    /// takes one thread, so the pieces of each count are dealt into shards
+    /// by hash, each shard is added up on its own, and the shards are joined
+    /// into one map. (Two counts, as one thread leaves, add faster one into
+    /// the other.)
+    pub fn merge_all(mut parts: Vec<PieceCounts>) -> PieceCounts {
+        if parts.len() <= 2 {
+            let mut total = parts.pop().unwrap_or_default();
+            if let Some(other) = parts.pop() {
+                total.merge(other);
+            }
+            return total;
+        }
+        type Entries = Vec<(Vec<u8>, u64)>;
+        let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
+        // Hash bits that the maps leave alone (a map's low bits pick a
+        // bucket, its top 7 tag it), so that a shard's map spreads as well
+        // as a whole one.
+        let shard_of = |piece: &[u8]| (FxBuildHasher.hash_one(piece) >> 32) as usize % MERGE_SHARDS;
+        let dealt: Vec<Vec<Entries>> = parts
+            .into_par_iter()
+            .map(|part| {
+                let mut shards = vec![Vec::new(); MERGE_SHARDS];
+                for (piece, count) in part.counts {
+                    shards[shard_of(&piece)].push((piece, count));
+                }
+                shards
+            })
+            .collect();
+        let mut by_shard: Vec<Vec<Entries>> = (0..MERGE_SHARDS)
+            .map(|_| Vec::with_capacity(dealt.len()))
+            .collect();
+        for shards in dealt {
+            for (lists, list) in by_shard.iter_mut().zip(shards) {
+                lists.push(list);
+            }
+        }
+        let shards: Vec<FxHashMap<Vec<u8>, u64>> = by_shard
+            .into_par_iter()
+            .map(|lists| {
+                let mut counts = FxHashMap::default();
+                for (piece, count) in lists.into_iter().flatten() {
+                    *counts.entry(piece).or_insert(0) += count;
+                }
+                counts
+            })
+            .collect();
+        let mut counts = FxHashMap::with_capacity_and_hasher(
+            shards.iter().map(|shard| shard.len()).sum(),
+            FxBuildHasher,
+        );
+        for shard in shards {
+            counts.extend(shard);
+        }
+        PieceCounts { counts, text_bytes }
+    }
+
     /// Adds another count into this one.
     pub fn merge(&mut self, other: PieceCounts) {
         let (mut big, small) = if self.counts.len() >= other.counts.len() {
@@ -43,6 +103,13 @@ impl PieceCounts {
         self.text_bytes += other.text_bytes;
     }
 }
+
+/// Shards of `PieceCounts::merge_all`.
+const MERGE_SHARDS: usize = 64;
+
+/// Bytes per unit of parallel counting for counters that count line by line
+/// (see `Counter::parts`).
+const PART_BYTES: usize = 1 << 18;
 
 /// How a counter cuts text into pieces.
 enum Splitter {
@@ -171,8 +238,10 @@ impl Counter {
 
     /// Counts many texts on all cores.
     pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
+        // At most about two counts per thread: each is a map to add at the end.
         let per_thread: Vec<PieceCounts> = texts
             .par_iter()
+            .with_min_len(texts.len() / (2 * rayon::current_num_threads()))
             .fold(
                 || Ok(PieceCounts::default()),
                 |acc: Result<PieceCounts>, text| {
@@ -182,12 +251,30 @@ impl Counter {
                 },
             )
             .collect::<Result<_>>()?;
-        Ok(per_thread
-            .into_iter()
-            .fold(PieceCounts::default(), |mut total, part| {
-                total.merge(part);
-                total
-            }))
+        Ok(PieceCounts::merge_all(per_thread))
+    }
+
+    /// The texts, cut for counting on all cores. A SentencePiece counter
+    /// counts line by line, so its texts are cut after line breaks into
+    /// parts of about `PART_BYTES` (unless a special token holds a line
+    /// break): a few chunks of megabytes would keep most cores idle.
+    fn parts<'t>(&self, texts: &'t [String]) -> Vec<&'t str> {
+        let by_lines = matches!(self.splitter, Splitter::SentencePiece(_))
+            && !self.special_tokens.iter().any(|t| t.contains('\n'));
+        let mut parts = Vec::new();
+        for text in texts {
+            let mut rest = text.as_str();
+            while by_lines && rest.len() > PART_BYTES {
+                let Some(at) = memchr::memchr(b'\n', &rest.as_bytes()[PART_BYTES..]) else {
+                    break;
+                };
+                let (part, tail) = rest.split_at(PART_BYTES + at + 1);
+                parts.push(part);
+                rest = tail;
+            }
+            parts.push(rest);
+        }
+        parts
     }
 
     /// Counts files, a batch of chunks at a time on all cores; `total_bytes`
@@ -215,11 +302,41 @@ impl Counter {
                 if batch.is_empty() {
                     break;
                 }
-                total.merge(self.count_texts(&batch)?);
+                total.merge(self.count_texts(&self.parts(&batch))?);
                 progress.update(Stage::Counting, total.text_bytes, total_bytes)?;
             }
         }
         progress.force(Stage::Counting, total.text_bytes, total_bytes)?;
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_and_shards_count_as_the_whole_text() {
+        let counter = Counter::sentencepiece(Whitespace::default(), Vec::new()).unwrap();
+        let text: String = (0..40_000)
+            .map(|i| format!("word{}  and more {}\r\n", i % 5000, i % 7))
+            .collect();
+        let texts = vec![text, "no line break at the end".to_string()];
+        let parts = counter.parts(&texts);
+        assert!(parts.len() > 3);
+        assert_eq!(parts.concat(), texts.concat());
+        let mut whole = PieceCounts::default();
+        counter.count_text(&texts.concat(), &mut whole).unwrap();
+        let counted = counter.count_texts(&parts).unwrap();
+        assert_eq!(counted.counts, whole.counts);
+        assert_eq!(counted.text_bytes, whole.text_bytes);
+        // Added through shards: the same as one into another.
+        let each: Vec<PieceCounts> = parts
+            .iter()
+            .map(|part| counter.count_texts(&[part]).unwrap())
+            .collect();
+        let sharded = PieceCounts::merge_all(each);
+        assert_eq!(sharded.counts, whole.counts);
+        assert_eq!(sharded.text_bytes, whole.text_bytes);
     }
 }
