@@ -122,7 +122,7 @@ const SCATTER_CHARS: usize = 1 << 16;
 /// cell in every bucket.
 const MAX_SCATTER_UNITS: usize = 64;
 /// Sorted suffixes per unit of parallel work when candidates are found.
-const SCAN_SUFFIXES: usize = 1 << 16;
+const SCAN_SUFFIXES: usize = 1 << 14;
 
 /// The seed pieces with their frequencies: `characters` first (given with
 /// their counts, most frequent first), then at most `seed_size` pieces in

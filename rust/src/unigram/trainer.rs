@@ -125,7 +125,8 @@ pub fn train(
     }
     let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
     let corpus = Words::new(&words, &required_set);
-    drop(words);
+    // Hundreds of thousands of allocations: freed on all cores.
+    words.into_par_iter().for_each(drop);
 
     // 2. Seeds.
     progress.force(Stage::Seeding, 0, 1)?;
@@ -532,7 +533,7 @@ impl Vocab {
             new_index[old] = new as u32;
         }
         let slot = slot
-            .iter()
+            .par_iter()
             .map(|&old| {
                 if old == UNK {
                     UNK
@@ -895,7 +896,7 @@ fn finalize(
         chosen.entry(piece.to_owned()).or_insert(score);
     }
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
-    learned_pieces.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
