@@ -238,10 +238,10 @@ impl Counter {
 
     /// Counts many texts on all cores.
     pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
-        // At most about two counts per thread: each is a map to add at the end.
+        // About one count per thread: each is a map to add at the end.
         let per_thread: Vec<PieceCounts> = texts
             .par_iter()
-            .with_min_len(texts.len() / (2 * rayon::current_num_threads()))
+            .with_min_len(texts.len() / rayon::current_num_threads())
             .fold(
                 || Ok(PieceCounts::default()),
                 |acc: Result<PieceCounts>, text| {
