@@ -9,7 +9,7 @@
 //! added on all cores (`PieceCounts::sum`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use aho_corasick::AhoCorasick;
@@ -55,7 +55,15 @@ impl PieceCounts {
     /// and each share is summed on its own; the shares hold different
     /// pieces, so joining them is one insertion per piece, with no lookup of
     /// an existing one.
-    pub fn sum(parts: Vec<PieceCounts>) -> PieceCounts {
+    pub fn sum(mut parts: Vec<PieceCounts>) -> PieceCounts {
+        if parts.len() <= 2 {
+            // Faster added one into the other (one or two threads).
+            let mut total = parts.pop().unwrap_or_default();
+            if let Some(other) = parts.pop() {
+                total.merge(other);
+            }
+            return total;
+        }
         let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
         let mut parts: Vec<FxHashMap<Vec<u8>, u64>> = parts
             .into_iter()
@@ -107,6 +115,10 @@ impl PieceCounts {
         PieceCounts { counts, text_bytes }
     }
 }
+
+/// Bytes per part of a chunk for counters that count line by line (see
+/// `Counter::parts`).
+const PART_BYTES: usize = 1 << 18;
 
 /// Pieces and their counts, one after another.
 type PieceList = Vec<(Vec<u8>, u64)>;
@@ -238,8 +250,10 @@ impl Counter {
 
     /// Counts many texts on all cores.
     pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
+        // About one count per thread: each is a map to add at the end.
         let per_thread: Vec<PieceCounts> = texts
             .par_iter()
+            .with_min_len(texts.len() / rayon::current_num_threads())
             .fold(
                 || Ok(PieceCounts::default()),
                 |acc: Result<PieceCounts>, text| {
@@ -250,6 +264,28 @@ impl Counter {
             )
             .collect::<Result<_>>()?;
         Ok(PieceCounts::sum(per_thread))
+    }
+
+    /// The parts of a chunk to count apart, as byte ranges. A SentencePiece
+    /// counter counts line by line, so its chunks are cut after line breaks
+    /// into parts of about `PART_BYTES` (unless a special token holds a line
+    /// break): a few chunks of megabytes would keep most cores idle. Other
+    /// counters count a chunk whole.
+    fn parts(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        let by_lines = matches!(self.splitter, Splitter::SentencePiece(_))
+            && !self.special_tokens.iter().any(|t| t.contains('\n'));
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while by_lines && text.len() - start > PART_BYTES {
+            let Some(at) = memchr::memchr(b'\n', &text.as_bytes()[start + PART_BYTES..]) else {
+                break;
+            };
+            let end = start + PART_BYTES + at + 1;
+            parts.push(start..end);
+            start = end;
+        }
+        parts.push(start..text.len());
+        parts
     }
 
     /// Counts files on all cores; `total_bytes` (the sum of the file sizes)
@@ -282,21 +318,27 @@ impl Counter {
             for path in paths {
                 let mut reader = ChunkReader::open(path, bad_bytes)?;
                 while let Some(chunk) = reader.next_chunk()? {
-                    pending.enter(report)?;
-                    if lock(&failure).is_some() {
-                        return Ok(());
-                    }
-                    let (per_thread, pending, counted, failure) =
-                        (&per_thread, &pending, &counted, &failure);
-                    scope.spawn_fifo(move |_| {
-                        let counts = &per_thread[rayon::current_thread_index().unwrap_or(0)];
-                        if let Err(err) = self.count_text(&chunk, &mut lock(counts)) {
-                            lock(failure).get_or_insert(err);
+                    let chunk = Arc::new(chunk);
+                    for part in self.parts(&chunk) {
+                        pending.enter(report)?;
+                        if lock(&failure).is_some() {
+                            return Ok(());
                         }
-                        counted.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                        pending.leave();
-                    });
-                    report()?;
+                        let (per_thread, pending, counted, failure) =
+                            (&per_thread, &pending, &counted, &failure);
+                        let chunk = Arc::clone(&chunk);
+                        scope.spawn_fifo(move |_| {
+                            let counts = &per_thread[rayon::current_thread_index().unwrap_or(0)];
+                            if let Err(err) =
+                                self.count_text(&chunk[part.clone()], &mut lock(counts))
+                            {
+                                lock(failure).get_or_insert(err);
+                            }
+                            counted.fetch_add(part.len() as u64, Ordering::Relaxed);
+                            pending.leave();
+                        });
+                        report()?;
+                    }
                 }
             }
             Ok(())
@@ -367,4 +409,37 @@ impl Pending {
 /// Locks a mutex; a panic elsewhere leaves its data usable here.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_and_shards_count_as_the_whole_text() {
+        let counter = Counter::sentencepiece(Whitespace::default(), Vec::new()).unwrap();
+        let text: String = (0..40_000)
+            .map(|i| format!("word{}  and more {}\r\n", i % 5000, i % 7))
+            .collect();
+        let texts = [text, "no line break at the end".to_string()];
+        let parts: Vec<&str> = texts
+            .iter()
+            .flat_map(|t| counter.parts(t).into_iter().map(move |r| &t[r]))
+            .collect();
+        assert!(parts.len() > 3);
+        assert_eq!(parts.concat(), texts.concat());
+        let mut whole = PieceCounts::default();
+        counter.count_text(&texts.concat(), &mut whole).unwrap();
+        let counted = counter.count_texts(&parts).unwrap();
+        assert_eq!(counted.counts, whole.counts);
+        assert_eq!(counted.text_bytes, whole.text_bytes);
+        // Added through shards: the same as one into another.
+        let each: Vec<PieceCounts> = parts
+            .iter()
+            .map(|part| counter.count_texts(&[part]).unwrap())
+            .collect();
+        let sharded = PieceCounts::sum(each);
+        assert_eq!(sharded.counts, whole.counts);
+        assert_eq!(sharded.text_bytes, whole.text_bytes);
+    }
 }

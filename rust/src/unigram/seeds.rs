@@ -20,10 +20,20 @@
 //! characters, N the characters of the distinct words; memory 13 bytes per
 //! character (the text, the suffixes, their common prefixes), plus 16 per
 //! candidate.
+//!
+//! Every step runs on all cores. A parallel quicksort of all the suffixes
+//! would partition the whole array on one thread before it splits it, so
+//! the suffixes are first put in buckets by their first character (in
+//! parallel, each unit of words writing its own cell of every bucket) and
+//! the buckets are sorted independently. The stack walk runs on segments of
+//! the sorted suffixes cut where neighbours share at most one character: no
+//! candidate's interval crosses such a cut. The result does not depend on
+//! the threads: the candidates' order (score, then text) is total.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use unicode_script::{Script, UnicodeScript};
 
 use super::SPACE_SYMBOL;
@@ -105,6 +115,15 @@ struct Suffix {
     word: u32,
 }
 
+/// Characters per unit of parallel work when the suffixes are put in
+/// buckets (fewer, larger units past `MAX_SCATTER_UNITS`).
+const SCATTER_CHARS: usize = 1 << 16;
+/// At most this many units put the suffixes in buckets: each unit has a
+/// cell in every bucket.
+const MAX_SCATTER_UNITS: usize = 64;
+/// Sorted suffixes per unit of parallel work when candidates are found.
+const SCAN_SUFFIXES: usize = 1 << 14;
+
 /// The seed pieces with their frequencies: `characters` first (given with
 /// their counts, most frequent first), then at most `seed_size` pieces in
 /// all, by frequency × length (ties: the smaller string first). Once
@@ -119,23 +138,7 @@ pub(super) fn seed_pieces(
 ) -> Vec<(String, u64)> {
     let depth = rules.max_piece_chars + 1;
     let chars = &text.chars;
-    let mut suffixes: Vec<Suffix> = Vec::with_capacity(chars.len());
-    for (word, &start) in text.starts.iter().enumerate() {
-        let mut at = start;
-        while chars[at] != END {
-            suffixes.push(Suffix {
-                at: at as u32,
-                word: word as u32,
-            });
-            at += 1;
-        }
-    }
-    suffixes.par_sort_unstable_by(|a, b| {
-        if cancelled.load(Ordering::Relaxed) {
-            return std::cmp::Ordering::Equal;
-        }
-        compare_prefixes(chars, a.at as usize, b.at as usize, depth).then_with(|| a.at.cmp(&b.at))
-    });
+    let suffixes = sorted_suffixes(text, depth, cancelled);
     // lcp[k]: the common prefix of suffixes k - 1 and k (capped at `depth`).
     let n = suffixes.len();
     let lcp: Vec<u8> = (0..n)
@@ -153,60 +156,79 @@ pub(super) fn seed_pieces(
             }
         })
         .collect();
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut consider = |at: u32, len: usize, frequency: u64| {
-        let start = at as usize;
-        if len >= 2 && rules.allows(&chars[start..start + len]) {
-            candidates.push(Candidate {
-                score: frequency * len as u64,
-                at,
-                len: len as u8,
-            });
-        }
-    };
-    // Right-maximal substrings shared by two suffixes or more: LCP intervals.
-    // A stack entry is (lcp, left bound, summed counts of the suffixes
-    // before the left bound); `before` is that sum for suffix k.
-    let count_of = |k: usize| text.counts[suffixes[k].word as usize];
-    let mut stack: Vec<(usize, usize, u64)> = vec![(0, 0, 0)];
-    let mut before = 0u64;
-    for k in 1..=n {
-        before += count_of(k - 1);
-        let l = lcp.get(k).map_or(0, |&l| l as usize);
-        let mut left = (k - 1, before - count_of(k - 1));
-        while l < stack.last().expect("the bottom entry stays").0 {
-            let (interval_lcp, interval_left, counts_before) = stack.pop().expect("checked");
-            if interval_lcp < depth {
-                consider(
-                    suffixes[interval_left].at,
-                    interval_lcp,
-                    before - counts_before,
-                );
+    // Segments of the sorted suffixes that start where the common prefix is
+    // at most one character: no candidate's interval crosses their bounds.
+    let mut bounds = vec![0];
+    while let Some(k) = (bounds[bounds.len() - 1] + SCAN_SUFFIXES..n).find(|&k| lcp[k] <= 1) {
+        bounds.push(k);
+    }
+    bounds.push(n);
+    // The candidates among suffixes `start..end`, where `lcp[start]` and
+    // `lcp[end]` (or the ends of the array) are at most 1: every interval
+    // of a common prefix of two characters or more lies inside.
+    let segment_candidates = |start: usize, end: usize| {
+        let mut candidates = Vec::new();
+        let mut consider = |at: u32, len: usize, frequency: u64| {
+            let start = at as usize;
+            if len >= 2 && rules.allows(&chars[start..start + len]) {
+                candidates.push(Candidate {
+                    score: frequency * len as u64,
+                    at,
+                    len: len as u8,
+                });
             }
-            left = (interval_left, counts_before);
+        };
+        // Right-maximal substrings shared by two suffixes or more: LCP
+        // intervals. A stack entry is (lcp, left bound, summed counts of the
+        // suffixes before the left bound); `before` is that sum for suffix k
+        // (both from `start`).
+        let count_of = |k: usize| text.counts[suffixes[k].word as usize];
+        let mut stack: Vec<(usize, usize, u64)> = vec![(0, start, 0)];
+        let mut before = 0u64;
+        for k in start + 1..=end {
+            before += count_of(k - 1);
+            let l = lcp[..end].get(k).map_or(0, |&l| l as usize);
+            let mut left = (k - 1, before - count_of(k - 1));
+            while l < stack.last().expect("the bottom entry stays").0 {
+                let (interval_lcp, interval_left, counts_before) = stack.pop().expect("checked");
+                if interval_lcp < depth {
+                    consider(
+                        suffixes[interval_left].at,
+                        interval_lcp,
+                        before - counts_before,
+                    );
+                }
+                left = (interval_left, counts_before);
+            }
+            if l > stack.last().expect("the bottom entry stays").0 {
+                stack.push((l, left.0, left.1));
+            }
         }
-        if l > stack.last().expect("the bottom entry stays").0 {
-            stack.push((l, left.0, left.1));
+        // Substrings of one distinct word that occurs twice or more: up to
+        // the word's end, if no other suffix shares that much.
+        for (k, suffix) in suffixes.iter().enumerate().take(end).skip(start) {
+            let count = text.counts[suffix.word as usize];
+            if count < 2 {
+                continue;
+            }
+            let at = suffix.at as usize;
+            let len = chars[at..]
+                .iter()
+                .take(depth)
+                .take_while(|&&c| c != END)
+                .count();
+            let shared = (lcp[k] as usize).max(lcp.get(k + 1).map_or(0, |&l| l as usize));
+            if len < depth && len > shared {
+                consider(suffix.at, len, count);
+            }
         }
-    }
-    // Substrings of one distinct word that occurs twice or more: up to the
-    // word's end, if no other suffix shares that much.
-    for (k, suffix) in suffixes.iter().enumerate() {
-        let count = text.counts[suffix.word as usize];
-        if count < 2 {
-            continue;
-        }
-        let start = suffix.at as usize;
-        let len = chars[start..]
-            .iter()
-            .take(depth)
-            .take_while(|&&c| c != END)
-            .count();
-        let shared = (lcp[k] as usize).max(lcp.get(k + 1).map_or(0, |&l| l as usize));
-        if len < depth && len > shared {
-            consider(suffix.at, len, count);
-        }
-    }
+        candidates
+    };
+    let mut candidates: Vec<Candidate> = bounds
+        .par_windows(2)
+        .flat_map_iter(|bounds| segment_candidates(bounds[0], bounds[1]))
+        .collect();
+    drop((suffixes, lcp));
 
     let mut seeds: Vec<(String, u64)> = characters
         .iter()
@@ -214,6 +236,7 @@ pub(super) fn seed_pieces(
         .collect();
     let wanted = seed_size.saturating_sub(seeds.len());
     let text_of = |c: &Candidate| &chars[c.at as usize..c.at as usize + c.len as usize];
+    // A total order: no two candidates have the same text.
     let order = |a: &Candidate, b: &Candidate| {
         b.score
             .cmp(&a.score)
@@ -225,7 +248,7 @@ pub(super) fn seed_pieces(
     }
     candidates.truncate(wanted);
     candidates.par_sort_unstable_by(order);
-    seeds.extend(candidates.iter().map(|c| {
+    seeds.par_extend(candidates.par_iter().map(|c| {
         let piece: String = text_of(c)
             .iter()
             .map(|&code| char::from_u32(code).expect("checked by the rules"))
@@ -233,6 +256,108 @@ pub(super) fn seed_pieces(
         (piece, c.score)
     }));
     seeds
+}
+
+/// Every suffix of the words, sorted on its first `depth` characters, then
+/// by position: put in buckets by first character, then each bucket sorted
+/// (see the module doc).
+fn sorted_suffixes(text: &WordText, depth: usize, cancelled: &AtomicBool) -> Vec<Suffix> {
+    let chars = &text.chars;
+    let suffixes_of = |words: std::ops::Range<usize>| {
+        words.flat_map(move |word| {
+            (text.starts[word]..)
+                .take_while(move |&at| chars[at] != END)
+                .map(move |at| Suffix {
+                    at: at as u32,
+                    word: word as u32,
+                })
+        })
+    };
+    // Units of whole words, of about the same number of characters.
+    let unit_chars = SCATTER_CHARS.max(chars.len() / MAX_SCATTER_UNITS + 1);
+    let mut unit_starts = vec![0];
+    for (word, &start) in text.starts.iter().enumerate() {
+        if start - text.starts[unit_starts[unit_starts.len() - 1]] >= unit_chars {
+            unit_starts.push(word);
+        }
+    }
+    unit_starts.push(text.starts.len());
+    let units: Vec<std::ops::Range<usize>> = unit_starts.windows(2).map(|w| w[0]..w[1]).collect();
+    let unit_firsts: Vec<FxHashMap<u32, usize>> = units
+        .par_iter()
+        .map(|words| {
+            let mut counts = FxHashMap::default();
+            for suffix in suffixes_of(words.clone()) {
+                *counts.entry(chars[suffix.at as usize]).or_insert(0) += 1;
+            }
+            counts
+        })
+        .collect();
+    // Bucket order is character order: no suffix starts with END, the only
+    // character `compare_prefixes` moves.
+    let mut firsts: Vec<u32> = unit_firsts.iter().flat_map(|c| c.keys().copied()).collect();
+    firsts.par_sort_unstable();
+    firsts.dedup();
+    let bucket_of: FxHashMap<u32, usize> =
+        firsts.iter().enumerate().map(|(b, &c)| (c, b)).collect();
+    // cell_sizes[unit][bucket]
+    let cell_sizes: Vec<Vec<usize>> = unit_firsts
+        .iter()
+        .map(|counts| {
+            firsts
+                .iter()
+                .map(|c| counts.get(c).copied().unwrap_or(0))
+                .collect()
+        })
+        .collect();
+    drop(unit_firsts);
+    let bucket_sizes: Vec<usize> = (0..firsts.len())
+        .map(|bucket| cell_sizes.iter().map(|sizes| sizes[bucket]).sum())
+        .collect();
+
+    let mut suffixes = vec![Suffix { at: 0, word: 0 }; bucket_sizes.iter().sum()];
+    // The cells, bucket after bucket, each by unit; regrouped by unit.
+    let mut cells: Vec<Vec<&mut [Suffix]>> = units
+        .iter()
+        .map(|_| Vec::with_capacity(firsts.len()))
+        .collect();
+    let mut rest = suffixes.as_mut_slice();
+    for bucket in 0..firsts.len() {
+        for (unit, sizes) in cell_sizes.iter().enumerate() {
+            let (cell, tail) = std::mem::take(&mut rest).split_at_mut(sizes[bucket]);
+            cells[unit].push(cell);
+            rest = tail;
+        }
+    }
+    cells
+        .into_par_iter()
+        .zip(&units)
+        .for_each(|(mut cells, words)| {
+            let mut filled = vec![0; cells.len()];
+            for suffix in suffixes_of(words.clone()) {
+                let bucket = bucket_of[&chars[suffix.at as usize]];
+                cells[bucket][filled[bucket]] = suffix;
+                filled[bucket] += 1;
+            }
+        });
+
+    let mut buckets = Vec::with_capacity(firsts.len());
+    let mut rest = suffixes.as_mut_slice();
+    for &size in &bucket_sizes {
+        let (bucket, tail) = std::mem::take(&mut rest).split_at_mut(size);
+        buckets.push(bucket);
+        rest = tail;
+    }
+    buckets.into_par_iter().for_each(|bucket| {
+        bucket.par_sort_unstable_by(|a, b| {
+            if cancelled.load(Ordering::Relaxed) {
+                return std::cmp::Ordering::Equal;
+            }
+            compare_prefixes(chars, a.at as usize, b.at as usize, depth)
+                .then_with(|| a.at.cmp(&b.at))
+        })
+    });
+    suffixes
 }
 
 struct Candidate {
@@ -345,6 +470,35 @@ mod tests {
             ("▁bcdefghijklmnopqrs", 3),
         ];
         let text = word_text(&words);
+        let seeds = seed_pieces(&text, &[], RULES, usize::MAX, &AtomicBool::new(false));
+        let ours: HashMap<String, u64> = seeds.into_iter().collect();
+        assert_eq!(ours, brute_force(&words, RULES));
+    }
+
+    /// Enough text for several units of the bucket sort and several
+    /// segments of the candidate scan.
+    #[test]
+    fn seeds_equal_brute_force_at_scale() {
+        let mut state = 12345u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let letters = ['a', 'b', 'c', 'd', 'é', '1', '▁'];
+        let mut words: HashMap<String, u64> = HashMap::new();
+        while words.len() < 25_000 {
+            let len = 2 + next(9);
+            let word: String = std::iter::once('▁')
+                .chain((0..len).map(|_| letters[next(letters.len() as u64) as usize]))
+                .collect();
+            words.insert(word, 1 + next(3));
+        }
+        let mut words: Vec<(&str, u64)> = words.iter().map(|(w, &c)| (w.as_str(), c)).collect();
+        words.sort_unstable();
+        let text = word_text(&words);
+        assert!(text.chars.len() > 3 * SCATTER_CHARS && text.chars.len() > 3 * SCAN_SUFFIXES);
         let seeds = seed_pieces(&text, &[], RULES, usize::MAX, &AtomicBool::new(false));
         let ours: HashMap<String, u64> = seeds.into_iter().collect();
         assert_eq!(ours, brute_force(&words, RULES));

@@ -22,6 +22,13 @@
 //! added in fixed point (2^-20), so sums do not depend on how the threads
 //! split the work: the same corpus and settings give the same vocabulary.
 //!
+//! Scaling: every step that grows with the corpus or the seeds runs on all
+//! cores (counting characters, laying out the words, seeding, the tries'
+//! key sort, E-steps, the scores of the M-step, pruning's losses and sorts),
+//! and the per-thread vectors of sums are added slice by slice on all cores.
+//! What stays sequential is cheap and fixes results: the floating-point
+//! sums over pieces (total counts and frequencies), added in index order.
+//!
 //! Cost per E-step: O(Σ word bytes × matches per byte), with no allocation
 //! per lattice node (each thread reuses its buffers). Probabilities are
 //! multiplied, not added as logarithms: each piece's probability is scaled
@@ -89,7 +96,7 @@ pub fn train(
     if words.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    words.sort_unstable();
+    words.par_sort_unstable();
     let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
 
     // 1. Characters.
@@ -118,7 +125,8 @@ pub fn train(
     }
     let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
     let corpus = Words::new(&words, &required_set);
-    drop(words);
+    // Hundreds of thousands of allocations: freed on all cores.
+    words.into_par_iter().for_each(drop);
 
     // 2. Seeds.
     progress.force(Stage::Seeding, 0, 1)?;
@@ -147,15 +155,13 @@ pub fn train(
             }
         )));
     }
-    let total_frequency: f64 = seeds.iter().map(|&(_, f)| f as f64).sum();
-    let mut vocab = Vocab::new(
-        seeds.iter().map(|(p, _)| p.clone()).collect(),
-        seeds
-            .iter()
-            .map(|&(_, f)| (f as f64).ln() - total_frequency.ln())
-            .collect(),
-    );
-    drop(seeds);
+    let (pieces, frequencies): (Vec<String>, Vec<u64>) = seeds.into_iter().unzip();
+    let log_total = frequencies.iter().map(|&f| f as f64).sum::<f64>().ln();
+    let scores = frequencies
+        .par_iter()
+        .map(|&f| (f as f64).ln() - log_total)
+        .collect();
+    let mut vocab = Vocab::new(pieces, scores);
 
     // 3-4. EM and pruning.
     let learned = settings.vocab_size - n_meta;
@@ -251,15 +257,26 @@ fn check(settings: &UnigramTrainerSettings) -> Result<()> {
 /// Each character with its count in the corpus, the most frequent first
 /// (ties: the smaller character first).
 fn count_characters(words: &[(Vec<u8>, u64)]) -> Vec<(char, u64)> {
-    let mut counts: FxHashMap<char, u64> = FxHashMap::default();
-    for (word, count) in words {
-        for c in std::str::from_utf8(word)
-            .expect("counted text is UTF-8")
-            .chars()
-        {
-            *counts.entry(c).or_insert(0) += count;
-        }
-    }
+    let counts = words
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            let mut counts: FxHashMap<char, u64> = FxHashMap::default();
+            for (word, count) in chunk {
+                for c in std::str::from_utf8(word)
+                    .expect("counted text is UTF-8")
+                    .chars()
+                {
+                    *counts.entry(c).or_insert(0) += count;
+                }
+            }
+            counts
+        })
+        .reduce(FxHashMap::default, |mut total, counts| {
+            for (c, count) in counts {
+                *total.entry(c).or_insert(0) += count;
+            }
+            total
+        });
     let mut sorted: Vec<(char, u64)> = counts.into_iter().collect();
     sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     sorted
@@ -290,12 +307,8 @@ const RARE_BYTE: u8 = 0xFF;
 
 impl Words {
     fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
-        let mut bytes = Vec::new();
-        let mut ends = vec![0];
-        let mut counts = Vec::with_capacity(words.len());
-        let mut total_bytes = 0.0;
-        for (word, count) in words {
-            for c in std::str::from_utf8(word)
+        let (bytes, ends) = join_in_order(words.len(), |w, bytes| {
+            for c in std::str::from_utf8(&words[w].0)
                 .expect("counted text is UTF-8")
                 .chars()
             {
@@ -306,11 +319,14 @@ impl Words {
                     bytes.push(RARE_BYTE);
                 }
             }
-            total_bytes +=
-                (bytes.len() - ends.last().expect("starts with 0")) as f64 * *count as f64;
-            ends.push(bytes.len());
-            counts.push(*count);
-        }
+        });
+        let counts: Vec<u64> = words.iter().map(|&(_, count)| count).collect();
+        // Added as integers: the same number as adding the f64 products in
+        // word order, as long as the sum is below 2^53.
+        let total_bytes = (0..words.len())
+            .into_par_iter()
+            .map(|w| (ends[w + 1] - ends[w]) as u64 * counts[w])
+            .sum::<u64>() as f64;
         Words {
             bytes,
             ends,
@@ -329,18 +345,12 @@ impl Words {
 
     /// The words as characters, for seeding.
     fn word_text(&self) -> WordText {
-        let mut text = WordText {
-            chars: Vec::with_capacity(self.bytes.len() + self.len()),
-            starts: Vec::with_capacity(self.len()),
-            counts: self.counts.clone(),
-        };
-        for i in 0..self.len() {
-            text.starts.push(text.chars.len());
+        let (chars, mut starts) = join_in_order(self.len(), |i, chars| {
             let mut at = 0;
             let word = self.word(i);
             while at < word.len() {
                 let len = char_len(word[at]);
-                text.chars.push(if word[at] == RARE_BYTE {
+                chars.push(if word[at] == RARE_BYTE {
                     RARE
                 } else {
                     let c = std::str::from_utf8(&word[at..at + len]).expect("UTF-8");
@@ -348,9 +358,14 @@ impl Words {
                 });
                 at += len;
             }
-            text.chars.push(u32::MAX);
+            chars.push(u32::MAX);
+        });
+        starts.pop();
+        WordText {
+            chars,
+            starts,
+            counts: self.counts.clone(),
         }
-        text
     }
 
     /// Calls `work(word, buffers, sums)` for every word on all cores, and
@@ -384,13 +399,48 @@ impl Words {
             .collect();
         let mut vectors = pool.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut total = vectors.pop().unwrap_or_else(|| vec![0; slots]);
-        for other in vectors {
-            for (t, o) in total.iter_mut().zip(other) {
-                *t += o;
-            }
-        }
+        // Integers: any order of addition gives the same sums.
+        total
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(chunk, sums)| {
+                for other in &vectors {
+                    for (sum, o) in sums.iter_mut().zip(&other[chunk * CHUNK..]) {
+                        *sum += o;
+                    }
+                }
+            });
         (total, partial.iter().sum())
     }
+}
+
+/// Calls `write(i, out)` for `i` in `0..n` on all cores (in chunks of
+/// `CHUNK`) and joins what they wrote in order of `i`; also returns where
+/// each part starts, and the total length last.
+fn join_in_order<T: Send>(
+    n: usize,
+    write: impl Fn(usize, &mut Vec<T>) + Sync,
+) -> (Vec<T>, Vec<usize>) {
+    let parts: Vec<(Vec<T>, Vec<usize>)> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|chunk| {
+            let mut out = Vec::new();
+            let mut starts = Vec::with_capacity(CHUNK);
+            for word in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
+                starts.push(out.len());
+                write(word, &mut out);
+            }
+            (out, starts)
+        })
+        .collect();
+    let mut joined = Vec::with_capacity(parts.iter().map(|(out, _)| out.len()).sum());
+    let mut starts = Vec::with_capacity(n + 1);
+    for (out, part_starts) in parts {
+        starts.extend(part_starts.iter().map(|start| joined.len() + start));
+        joined.extend(out);
+    }
+    starts.push(joined.len());
+    (joined, starts)
 }
 
 /// The length of the character that starts with `first` in `Words`.
@@ -434,7 +484,21 @@ struct Vocab {
 
 impl Vocab {
     fn new(pieces: Vec<String>, scores: Vec<f64>) -> Self {
-        let trie = Trie::new(pieces.iter().zip(0..).map(|(p, i)| (p.as_bytes(), i)));
+        let mut keys: Vec<(&[u8], u32)> = pieces
+            .iter()
+            .zip(0..)
+            .map(|(p, i)| (p.as_bytes(), i))
+            .collect();
+        keys.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // Copied one after another in sorted order: `Trie::new` (on one
+        // thread) then finds them sorted at once, and reads them in order
+        // rather than from each piece's own allocation (about twice faster).
+        let (joined, ends) = join_in_order(keys.len(), |k, out| out.extend_from_slice(keys[k].0));
+        let trie = Trie::new(
+            keys.iter()
+                .enumerate()
+                .map(|(k, &(_, i))| (&joined[ends[k]..ends[k + 1]], i)),
+        );
         let slot = (0..pieces.len() as u32).collect();
         Vocab {
             pieces,
@@ -451,17 +515,25 @@ impl Vocab {
     /// The vocabulary of the pieces `kept` (indices, ascending) with new
     /// scores; the trie is kept unless most of it is gone.
     fn keep(self, kept: &[usize], scores: Vec<f64>) -> Self {
-        let pieces: Vec<String> = kept.iter().map(|&i| self.pieces[i].clone()).collect();
-        if kept.len() * 2 < self.slot.len() {
+        let Vocab {
+            pieces: mut old_pieces,
+            trie,
+            slot,
+            ..
+        } = self;
+        let pieces: Vec<String> = kept
+            .iter()
+            .map(|&i| std::mem::take(&mut old_pieces[i]))
+            .collect();
+        if kept.len() * 2 < slot.len() {
             return Vocab::new(pieces, scores);
         }
-        let mut new_index = vec![UNK; self.len()];
+        let mut new_index = vec![UNK; old_pieces.len()];
         for (new, &old) in kept.iter().enumerate() {
             new_index[old] = new as u32;
         }
-        let slot = self
-            .slot
-            .iter()
+        let slot = slot
+            .par_iter()
             .map(|&old| {
                 if old == UNK {
                     UNK
@@ -473,13 +545,18 @@ impl Vocab {
         Vocab {
             pieces,
             scores,
-            trie: self.trie,
+            trie,
             slot,
         }
     }
 
     fn unk_score(&self) -> f64 {
-        self.scores.iter().copied().fold(f64::INFINITY, f64::min) - UNK_PENALTY
+        // The minimum of finite numbers: the same in any order.
+        self.scores
+            .par_iter()
+            .copied()
+            .reduce(|| f64::INFINITY, f64::min)
+            - UNK_PENALTY
     }
 
     /// The lattice of `word` into `nodes`, by start: every piece at every
@@ -527,10 +604,10 @@ impl Vocab {
     /// corpus, and the corpus's log-likelihood.
     fn expectations(&self, corpus: &Words, shift: f64, progress: &Progress) -> (Vec<u64>, f64) {
         let unk_score = self.unk_score();
-        let probabilities: Vec<f64> = self.scores.iter().map(|s| s.exp()).collect();
+        let probabilities: Vec<f64> = self.scores.par_iter().map(|s| s.exp()).collect();
         let max_len = self
             .pieces
-            .iter()
+            .par_iter()
             .map(|p| p.len())
             .max()
             .unwrap_or(1)
@@ -586,8 +663,9 @@ impl Vocab {
     /// pieces expected less than `MIN_EXPECTED` times go, unless that would
     /// leave fewer than `keep_at_least`.
     fn maximize(self, expected: &[u64], keep_at_least: usize) -> Self {
-        let counts: Vec<f64> = expected.iter().map(|&e| e as f64 / SCALE).collect();
+        let counts: Vec<f64> = expected.par_iter().map(|&e| e as f64 / SCALE).collect();
         let mut kept: Vec<usize> = (0..self.len())
+            .into_par_iter()
             .filter(|&i| counts[i] >= MIN_EXPECTED)
             .collect();
         if kept.len() < keep_at_least.min(self.len()) {
@@ -601,7 +679,7 @@ impl Vocab {
         let total: f64 = kept.iter().map(|&i| count_of(i)).sum();
         let log_total = digamma(total);
         let scores = kept
-            .iter()
+            .par_iter()
             .map(|&i| digamma(count_of(i)) - log_total)
             .collect();
         self.keep(&kept, scores)
@@ -640,35 +718,41 @@ impl Vocab {
             }
             0.0
         });
-        let frequency: Vec<f64> = frequency.iter().map(|&f| f as f64).collect();
+        let frequency: Vec<f64> = frequency.par_iter().map(|&f| f as f64).collect();
         let sum: f64 = frequency.iter().sum();
         let all_words: f64 = corpus.counts.iter().map(|&c| c as f64).sum();
         let log_sum = sum.ln();
 
-        let mut kept = Vec::new();
-        let mut candidates: Vec<(f64, usize)> = Vec::new();
-        for (i, alternative) in alternatives.iter().enumerate() {
-            let f = frequency[i];
-            match alternative {
-                _ if f == 0.0 => {}
-                Alternative::Better => {}
-                Alternative::None => kept.push(i),
-                Alternative::Pieces(others) => {
-                    let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
-                    let log_p_alt: f64 = others
-                        .iter()
-                        .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
-                        .sum();
-                    let loss = (f.ln() - log_sum) - log_p_alt;
-                    candidates.push((f / all_words * loss, i));
+        // Pieces in the best segmentations stay if nothing can replace them;
+        // those that something can are candidates, with their loss.
+        let mut kept: Vec<usize> = (0..self.len())
+            .into_par_iter()
+            .filter(|&i| frequency[i] != 0.0 && matches!(alternatives[i], Alternative::None))
+            .collect();
+        let mut candidates: Vec<(f64, usize)> = alternatives
+            .par_iter()
+            .enumerate()
+            .filter_map(|(i, alternative)| {
+                let (f, Alternative::Pieces(others)) = (frequency[i], alternative) else {
+                    return None;
+                };
+                if f == 0.0 {
+                    return None;
                 }
-            }
-        }
+                let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
+                let log_p_alt: f64 = others
+                    .iter()
+                    .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
+                    .sum();
+                let loss = (f.ln() - log_sum) - log_p_alt;
+                Some((f / all_words * loss, i))
+            })
+            .collect();
         let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
-        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        candidates.par_sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let room = target.saturating_sub(kept.len());
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
-        kept.sort_unstable();
+        kept.par_sort_unstable();
         kept
     }
 
@@ -804,7 +888,7 @@ fn finalize(
         chosen.insert(text, score);
     }
     let mut by_score: Vec<(&str, f64)> = score_of.iter().map(|(&p, &s)| (p, s)).collect();
-    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    by_score.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     for (piece, score) in by_score {
         if chosen.len() >= learned {
             break;
@@ -812,7 +896,7 @@ fn finalize(
         chosen.entry(piece.to_owned()).or_insert(score);
     }
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
-    learned_pieces.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
