@@ -4,9 +4,10 @@
 //! token), pre-tokenized, and each piece's bytes counted. Chunks of text are
 //! counted on all cores into maps of their own, then added together.
 //!
-//! Adding maps is the serial part of counting, so files are counted into
-//! one map per pool thread, kept from chunk to chunk, and the maps are
-//! added on all cores (`PieceCounts::sum`).
+//! Adding maps up is the part of counting that does not spread over cores
+//! by itself, so files are counted into one map per pool thread, kept from
+//! chunk to chunk, and the maps are added on all cores (`PieceCounts::sum`;
+//! only joining the sums into one map is serial).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -51,29 +52,25 @@ impl PieceCounts {
         self.text_bytes += other.text_bytes;
     }
 
-    /// The sum of many counts, on all cores. Pieces are shared out by hash
-    /// and each share is summed on its own; the shares hold different
-    /// pieces, so joining them is one insertion per piece, with no lookup of
-    /// an existing one.
-    pub fn sum(mut parts: Vec<PieceCounts>) -> PieceCounts {
-        if parts.len() <= 2 {
-            // Faster added one into the other (one or two threads).
-            let mut total = parts.pop().unwrap_or_default();
-            if let Some(other) = parts.pop() {
-                total.merge(other);
-            }
-            return total;
+    /// The sum of many counts. Adding the others into the largest costs a
+    /// lookup per piece they hold, all on one thread; so when they hold
+    /// more pieces than the largest, the sum is shared out instead: pieces
+    /// are split by hash and each share summed on its own, on all cores.
+    /// The shares hold different pieces, so joining them (the part left on
+    /// one thread) is one insertion per piece, with no lookup of an
+    /// existing one.
+    pub fn sum(parts: Vec<PieceCounts>) -> PieceCounts {
+        let sizes = parts.iter().map(|part| part.counts.len());
+        let largest = sizes.clone().max().unwrap_or(0);
+        if sizes.sum::<usize>() - largest <= largest {
+            return parts
+                .into_iter()
+                .fold(PieceCounts::default(), |mut total, part| {
+                    total.merge(part);
+                    total
+                });
         }
         let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
-        let mut parts: Vec<FxHashMap<Vec<u8>, u64>> = parts
-            .into_iter()
-            .map(|part| part.counts)
-            .filter(|counts| !counts.is_empty())
-            .collect();
-        if parts.len() <= 1 {
-            let counts = parts.pop().unwrap_or_default();
-            return PieceCounts { counts, text_bytes };
-        }
         // A power of two: the share is a few middle bits of the hash, which
         // the maps use neither for buckets (low bits) nor tags (high bits).
         let shares = (4 * rayon::current_num_threads()).next_power_of_two();
@@ -81,9 +78,9 @@ impl PieceCounts {
         // Each part's pieces, share by share.
         let split: Vec<Vec<PieceList>> = parts
             .into_par_iter()
-            .map(|counts| {
+            .map(|part| {
                 let mut by_share = vec![Vec::new(); shares];
-                for (piece, count) in counts {
+                for (piece, count) in part.counts {
                     by_share[share_of(&piece)].push((piece, count));
                 }
                 by_share
@@ -414,6 +411,37 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts of `n` pieces drawn from a few hundred, some in every part.
+    fn part(seed: u64, n: usize) -> PieceCounts {
+        let mut counts = PieceCounts::default();
+        let mut state = seed;
+        for _ in 0..n {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let piece = format!("p{}", (state >> 33) % 300).into_bytes();
+            *counts.counts.entry(piece).or_insert(0) += 1 + (state >> 60);
+            counts.text_bytes += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn sums_equal_adding_one_by_one() {
+        // Parts of like sizes are shared out; one large and small ones are
+        // added into the large one.
+        for sizes in [vec![500; 9], vec![4000, 30, 20, 10]] {
+            let parts = || sizes.iter().enumerate().map(|(i, &n)| part(i as u64, n));
+            let mut expected = PieceCounts::default();
+            for part in parts() {
+                expected.merge(part);
+            }
+            let sum = PieceCounts::sum(parts().collect());
+            assert_eq!(sum.counts, expected.counts);
+            assert_eq!(sum.text_bytes, expected.text_bytes);
+        }
+    }
 
     #[test]
     fn parts_and_shards_count_as_the_whole_text() {
