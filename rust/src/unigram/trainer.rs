@@ -96,7 +96,7 @@ pub fn train(
     if words.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    words.par_sort_unstable();
+    words.par_sort();
     let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
 
     // 1. Characters.
@@ -417,7 +417,7 @@ impl Words {
 /// Calls `write(i, out)` for `i` in `0..n` on all cores (in chunks of
 /// `CHUNK`) and joins what they wrote in order of `i`; also returns where
 /// each part starts, and the total length last.
-fn join_in_order<T: Send>(
+fn join_in_order<T: Copy + Default + Send + Sync>(
     n: usize,
     write: impl Fn(usize, &mut Vec<T>) + Sync,
 ) -> (Vec<T>, Vec<usize>) {
@@ -433,13 +433,25 @@ fn join_in_order<T: Send>(
             (out, starts)
         })
         .collect();
-    let mut joined = Vec::with_capacity(parts.iter().map(|(out, _)| out.len()).sum());
+    // Copied on all cores too. (Zeros, as for bytes and characters, are
+    // fresh pages that are first touched there.)
+    let mut joined = vec![T::default(); parts.iter().map(|(out, _)| out.len()).sum()];
+    let mut rest = joined.as_mut_slice();
+    let mut offset = 0;
     let mut starts = Vec::with_capacity(n + 1);
-    for (out, part_starts) in parts {
-        starts.extend(part_starts.iter().map(|start| joined.len() + start));
-        joined.extend(out);
+    let mut slices = Vec::with_capacity(parts.len());
+    for (out, part_starts) in &parts {
+        starts.extend(part_starts.iter().map(|start| offset + start));
+        offset += out.len();
+        let (slice, tail) = std::mem::take(&mut rest).split_at_mut(out.len());
+        slices.push(slice);
+        rest = tail;
     }
-    starts.push(joined.len());
+    starts.push(offset);
+    slices
+        .into_par_iter()
+        .zip(&parts)
+        .for_each(|(slice, (out, _))| slice.copy_from_slice(out));
     (joined, starts)
 }
 
@@ -489,7 +501,7 @@ impl Vocab {
             .zip(0..)
             .map(|(p, i)| (p.as_bytes(), i))
             .collect();
-        keys.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keys.par_sort_by(|a, b| a.0.cmp(b.0));
         // Copied one after another in sorted order: `Trie::new` (on one
         // thread) then finds them sorted at once, and reads them in order
         // rather than from each piece's own allocation (about twice faster).
@@ -749,7 +761,7 @@ impl Vocab {
             })
             .collect();
         let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
-        candidates.par_sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        candidates.par_sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let room = target.saturating_sub(kept.len());
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
         kept.par_sort_unstable();
@@ -888,7 +900,7 @@ fn finalize(
         chosen.insert(text, score);
     }
     let mut by_score: Vec<(&str, f64)> = score_of.iter().map(|(&p, &s)| (p, s)).collect();
-    by_score.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    by_score.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     for (piece, score) in by_score {
         if chosen.len() >= learned {
             break;
@@ -896,7 +908,7 @@ fn finalize(
         chosen.entry(piece.to_owned()).or_insert(score);
     }
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
-    learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    learned_pieces.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
