@@ -23,11 +23,15 @@
 //! split the work: the same corpus and settings give the same vocabulary.
 //!
 //! Scaling: every step that grows with the corpus or the seeds runs on all
-//! cores (counting characters, laying out the words, seeding, the tries'
-//! key sort, E-steps, the scores of the M-step, pruning's losses and sorts),
-//! and the per-thread vectors of sums are added slice by slice on all cores.
-//! What stays sequential is cheap and fixes results: the floating-point
-//! sums over pieces (total counts and frequencies), added in index order.
+//! cores: counting characters, laying out the words, seeding, E-steps, the
+//! M-step's scores, pruning's losses. Large sorts are parallel merge sorts
+//! (a parallel quicksort partitions the whole slice on one thread first),
+//! and the per-thread vectors of sums are added slice by slice on all
+//! cores. Sequential still: the floating-point sums over pieces (total
+//! counts and frequencies, added in index order, which fixes their
+//! rounding) and the trie builds, which read their keys copied one after
+//! another in sorted order. (`examples/profile_train_unigram.rs` measures
+//! the sequential share of the work.)
 //!
 //! Cost per E-step: O(Σ word bytes × matches per byte), with no allocation
 //! per lattice node (each thread reuses its buffers). Probabilities are
@@ -426,9 +430,9 @@ fn join_in_order<T: Copy + Default + Send + Sync>(
         .map(|chunk| {
             let mut out = Vec::new();
             let mut starts = Vec::with_capacity(CHUNK);
-            for word in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
+            for i in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
                 starts.push(out.len());
-                write(word, &mut out);
+                write(i, &mut out);
             }
             (out, starts)
         })
@@ -677,7 +681,6 @@ impl Vocab {
     fn maximize(self, expected: &[u64], keep_at_least: usize) -> Self {
         let counts: Vec<f64> = expected.par_iter().map(|&e| e as f64 / SCALE).collect();
         let mut kept: Vec<usize> = (0..self.len())
-            .into_par_iter()
             .filter(|&i| counts[i] >= MIN_EXPECTED)
             .collect();
         if kept.len() < keep_at_least.min(self.len()) {
@@ -708,13 +711,6 @@ impl Vocab {
         progress: &Progress,
     ) -> Vec<usize> {
         let unk_score = self.unk_score();
-        // Each piece's best segmentation without it, when it is its own best.
-        let alternatives: Vec<Alternative> = (0..self.len())
-            .into_par_iter()
-            .map_init(Buffers::default, |buffers, i| {
-                self.alternative(i as u32, unk_score, buffers)
-            })
-            .collect();
         // How often each piece is in the corpus's best segmentations.
         let (frequency, _) = corpus.sum_over(self.len(), progress, |w, buffers, sums| {
             let word = corpus.word(w);
@@ -735,30 +731,42 @@ impl Vocab {
         let all_words: f64 = corpus.counts.iter().map(|&c| c as f64).sum();
         let log_sum = sum.ln();
 
-        // Pieces in the best segmentations stay if nothing can replace them;
-        // those that something can are candidates, with their loss.
-        let mut kept: Vec<usize> = (0..self.len())
+        // The pieces in the best segmentations, each with the likelihood lost
+        // if its own best segmentation without it replaced it, or `None` if
+        // nothing can (it stays). A piece whose best segmentation is already
+        // another goes.
+        let losses: Vec<Option<(usize, Option<f64>)>> = (0..self.len())
             .into_par_iter()
-            .filter(|&i| frequency[i] != 0.0 && matches!(alternatives[i], Alternative::None))
-            .collect();
-        let mut candidates: Vec<(f64, usize)> = alternatives
-            .par_iter()
-            .enumerate()
-            .filter_map(|(i, alternative)| {
-                let (f, Alternative::Pieces(others)) = (frequency[i], alternative) else {
-                    return None;
-                };
+            .map_init(Buffers::default, |buffers, i| {
+                let f = frequency[i];
                 if f == 0.0 {
                     return None;
                 }
-                let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
-                let log_p_alt: f64 = others
-                    .iter()
-                    .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
-                    .sum();
-                let loss = (f.ln() - log_sum) - log_p_alt;
-                Some((f / all_words * loss, i))
+                match self.alternative(i as u32, unk_score, buffers) {
+                    Alternative::Better => None,
+                    Alternative::None => Some((i, None)),
+                    Alternative::Pieces(others) => {
+                        let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
+                        let log_p_alt: f64 = others
+                            .iter()
+                            .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
+                            .sum();
+                        let loss = (f.ln() - log_sum) - log_p_alt;
+                        Some((i, Some(f / all_words * loss)))
+                    }
+                }
             })
+            .collect();
+        let mut kept: Vec<usize> = losses
+            .iter()
+            .flatten()
+            .filter(|(_, loss)| loss.is_none())
+            .map(|&(i, _)| i)
+            .collect();
+        let mut candidates: Vec<(f64, usize)> = losses
+            .iter()
+            .flatten()
+            .filter_map(|&(i, loss)| Some((loss?, i)))
             .collect();
         let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
         candidates.par_sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
