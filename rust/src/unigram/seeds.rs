@@ -247,7 +247,7 @@ pub(super) fn seed_pieces(
         candidates.truncate(wanted);
     }
     candidates.truncate(wanted);
-    candidates.par_sort_unstable_by(order);
+    candidates.par_sort_by(order);
     seeds.par_extend(candidates.par_iter().map(|c| {
         let piece: String = text_of(c)
             .iter()
@@ -315,7 +315,11 @@ fn sorted_suffixes(text: &WordText, depth: usize, cancelled: &AtomicBool) -> Vec
         .map(|bucket| cell_sizes.iter().map(|sizes| sizes[bucket]).sum())
         .collect();
 
-    let mut suffixes = vec![Suffix { at: 0, word: 0 }; bucket_sizes.iter().sum()];
+    // Made on all cores, where its pages are first touched.
+    let mut suffixes: Vec<Suffix> = (0..bucket_sizes.iter().sum())
+        .into_par_iter()
+        .map(|_| Suffix { at: 0, word: 0 })
+        .collect();
     // The cells, bucket after bucket, each by unit; regrouped by unit.
     let mut cells: Vec<Vec<&mut [Suffix]>> = units
         .iter()

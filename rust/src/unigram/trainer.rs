@@ -23,11 +23,15 @@
 //! split the work: the same corpus and settings give the same vocabulary.
 //!
 //! Scaling: every step that grows with the corpus or the seeds runs on all
-//! cores (counting characters, laying out the words, seeding, the tries'
-//! key sort, E-steps, the scores of the M-step, pruning's losses and sorts),
-//! and the per-thread vectors of sums are added slice by slice on all cores.
-//! What stays sequential is cheap and fixes results: the floating-point
-//! sums over pieces (total counts and frequencies), added in index order.
+//! cores: counting characters, laying out the words, seeding, E-steps, the
+//! M-step's scores, pruning's losses. Large sorts are parallel merge sorts
+//! (a parallel quicksort partitions the whole slice on one thread first),
+//! and the per-thread vectors of sums are added slice by slice on all
+//! cores. Sequential still: the floating-point sums over pieces (total
+//! counts and frequencies, added in index order, which fixes their
+//! rounding) and the trie builds, which read their keys copied one after
+//! another in sorted order. (`examples/profile_train_unigram.rs` measures
+//! the sequential share of the work.)
 //!
 //! Cost per E-step: O(Σ word bytes × matches per byte), with no allocation
 //! per lattice node (each thread reuses its buffers). Probabilities are
@@ -96,7 +100,7 @@ pub fn train(
     if words.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    words.par_sort_unstable();
+    words.par_sort();
     let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
 
     // 1. Characters.
@@ -417,7 +421,7 @@ impl Words {
 /// Calls `write(i, out)` for `i` in `0..n` on all cores (in chunks of
 /// `CHUNK`) and joins what they wrote in order of `i`; also returns where
 /// each part starts, and the total length last.
-fn join_in_order<T: Send>(
+fn join_in_order<T: Copy + Default + Send + Sync>(
     n: usize,
     write: impl Fn(usize, &mut Vec<T>) + Sync,
 ) -> (Vec<T>, Vec<usize>) {
@@ -426,20 +430,32 @@ fn join_in_order<T: Send>(
         .map(|chunk| {
             let mut out = Vec::new();
             let mut starts = Vec::with_capacity(CHUNK);
-            for word in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
+            for i in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
                 starts.push(out.len());
-                write(word, &mut out);
+                write(i, &mut out);
             }
             (out, starts)
         })
         .collect();
-    let mut joined = Vec::with_capacity(parts.iter().map(|(out, _)| out.len()).sum());
+    // Copied on all cores too. (Zeros, as for bytes and characters, are
+    // fresh pages that are first touched there.)
+    let mut joined = vec![T::default(); parts.iter().map(|(out, _)| out.len()).sum()];
+    let mut rest = joined.as_mut_slice();
+    let mut offset = 0;
     let mut starts = Vec::with_capacity(n + 1);
-    for (out, part_starts) in parts {
-        starts.extend(part_starts.iter().map(|start| joined.len() + start));
-        joined.extend(out);
+    let mut slices = Vec::with_capacity(parts.len());
+    for (out, part_starts) in &parts {
+        starts.extend(part_starts.iter().map(|start| offset + start));
+        offset += out.len();
+        let (slice, tail) = std::mem::take(&mut rest).split_at_mut(out.len());
+        slices.push(slice);
+        rest = tail;
     }
-    starts.push(joined.len());
+    starts.push(offset);
+    slices
+        .into_par_iter()
+        .zip(&parts)
+        .for_each(|(slice, (out, _))| slice.copy_from_slice(out));
     (joined, starts)
 }
 
@@ -489,7 +505,7 @@ impl Vocab {
             .zip(0..)
             .map(|(p, i)| (p.as_bytes(), i))
             .collect();
-        keys.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keys.par_sort_by(|a, b| a.0.cmp(b.0));
         // Copied one after another in sorted order: `Trie::new` (on one
         // thread) then finds them sorted at once, and reads them in order
         // rather than from each piece's own allocation (about twice faster).
@@ -665,7 +681,6 @@ impl Vocab {
     fn maximize(self, expected: &[u64], keep_at_least: usize) -> Self {
         let counts: Vec<f64> = expected.par_iter().map(|&e| e as f64 / SCALE).collect();
         let mut kept: Vec<usize> = (0..self.len())
-            .into_par_iter()
             .filter(|&i| counts[i] >= MIN_EXPECTED)
             .collect();
         if kept.len() < keep_at_least.min(self.len()) {
@@ -696,13 +711,6 @@ impl Vocab {
         progress: &Progress,
     ) -> Vec<usize> {
         let unk_score = self.unk_score();
-        // Each piece's best segmentation without it, when it is its own best.
-        let alternatives: Vec<Alternative> = (0..self.len())
-            .into_par_iter()
-            .map_init(Buffers::default, |buffers, i| {
-                self.alternative(i as u32, unk_score, buffers)
-            })
-            .collect();
         // How often each piece is in the corpus's best segmentations.
         let (frequency, _) = corpus.sum_over(self.len(), progress, |w, buffers, sums| {
             let word = corpus.word(w);
@@ -723,33 +731,45 @@ impl Vocab {
         let all_words: f64 = corpus.counts.iter().map(|&c| c as f64).sum();
         let log_sum = sum.ln();
 
-        // Pieces in the best segmentations stay if nothing can replace them;
-        // those that something can are candidates, with their loss.
-        let mut kept: Vec<usize> = (0..self.len())
+        // The pieces in the best segmentations, each with the likelihood lost
+        // if its own best segmentation without it replaced it, or `None` if
+        // nothing can (it stays). A piece whose best segmentation is already
+        // another goes.
+        let losses: Vec<Option<(usize, Option<f64>)>> = (0..self.len())
             .into_par_iter()
-            .filter(|&i| frequency[i] != 0.0 && matches!(alternatives[i], Alternative::None))
-            .collect();
-        let mut candidates: Vec<(f64, usize)> = alternatives
-            .par_iter()
-            .enumerate()
-            .filter_map(|(i, alternative)| {
-                let (f, Alternative::Pieces(others)) = (frequency[i], alternative) else {
-                    return None;
-                };
+            .map_init(Buffers::default, |buffers, i| {
+                let f = frequency[i];
                 if f == 0.0 {
                     return None;
                 }
-                let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
-                let log_p_alt: f64 = others
-                    .iter()
-                    .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
-                    .sum();
-                let loss = (f.ln() - log_sum) - log_p_alt;
-                Some((f / all_words * loss, i))
+                match self.alternative(i as u32, unk_score, buffers) {
+                    Alternative::Better => None,
+                    Alternative::None => Some((i, None)),
+                    Alternative::Pieces(others) => {
+                        let log_sum_alt = (sum + f * (others.len() as f64 - 1.0)).ln();
+                        let log_p_alt: f64 = others
+                            .iter()
+                            .map(|&o| (frequency[o as usize] + f).ln() - log_sum_alt)
+                            .sum();
+                        let loss = (f.ln() - log_sum) - log_p_alt;
+                        Some((i, Some(f / all_words * loss)))
+                    }
+                }
             })
             .collect();
+        let mut kept: Vec<usize> = losses
+            .iter()
+            .flatten()
+            .filter(|(_, loss)| loss.is_none())
+            .map(|&(i, _)| i)
+            .collect();
+        let mut candidates: Vec<(f64, usize)> = losses
+            .iter()
+            .flatten()
+            .filter_map(|&(i, loss)| Some((loss?, i)))
+            .collect();
         let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
-        candidates.par_sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        candidates.par_sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let room = target.saturating_sub(kept.len());
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
         kept.par_sort_unstable();
@@ -888,7 +908,7 @@ fn finalize(
         chosen.insert(text, score);
     }
     let mut by_score: Vec<(&str, f64)> = score_of.iter().map(|(&p, &s)| (p, s)).collect();
-    by_score.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    by_score.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     for (piece, score) in by_score {
         if chosen.len() >= learned {
             break;
@@ -896,7 +916,7 @@ fn finalize(
         chosen.entry(piece.to_owned()).or_insert(score);
     }
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
-    learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    learned_pieces.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
