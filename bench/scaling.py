@@ -32,7 +32,8 @@ The references' training is slow on one thread (tokenizers about 50 s at
 100 MB, sentencepiece about 80 s at 20 MB): ``--ref-threads`` (default: the
 fewest and the most threads) says at which thread counts they train, once
 each (no median), and tiktoken's documents, which use one thread whatever
-n, run there too. ``--libs`` keeps some libraries only.
+n, run there too; given, it applies to every reference (tiktoken's batch
+runs at about 1 MB/s on one thread), with ``--ref-runs`` timed calls. ``--libs`` keeps some libraries only.
 Throughput is MB/s of UTF-8 input (10^6 bytes); training is seconds.
 """
 
@@ -102,7 +103,7 @@ def run_child_mode(args) -> None:
         exact = None
         if args.check:
             enc, _ = _data.tiktoken_cl100k()
-            theirs = enc.encode_ordinary_batch(inputs, num_threads=os.cpu_count() or 1)
+            theirs = [enc.encode_ordinary(text) for text in inputs]
             exact = as_lists(args.lib, result) == theirs
         times = [_data.timed(call)[0] for _ in range(args.runs)]
         _data.emit({"seconds": _data.median(times), "mb": _data.utf8_len(inputs) / _data.MB, "exact": exact})
@@ -179,6 +180,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
     ap.add_argument("--libs", help="comma-separated libraries to run, as the tables name them (default: all)")
     ap.add_argument("--runs", type=int, default=3, help="timed calls per child (median)")
+    ap.add_argument("--ref-runs", type=int, help="timed calls per child for the references (default: --runs; training: 1)")
     ap.add_argument("--batch-mb", type=float, default=30.0)
     ap.add_argument("--doc-mb", type=float, default=8.0)
     ap.add_argument("--bpe-mb", type=float, default=100.0)
@@ -198,6 +200,8 @@ def main() -> None:
     if args.child:
         run_child_mode(args)
         return
+    if args.ref_runs is None:
+        args.ref_runs = args.runs
     cpus = len(os.sched_getaffinity(0))
     if args.threads:
         args.threads = [int(n) for n in args.threads.split(",")]
@@ -219,12 +223,13 @@ def main() -> None:
                 if chosen is not None and lib not in chosen:
                     continue
                 # References whose time does not depend on n here, or which
-                # take long, run at the --ref-threads counts only.
-                fixed = (training or workload == "document") and lib in REFERENCES
+                # take long, run at the --ref-threads counts only (all of
+                # them, when --ref-threads is given).
+                fixed = (training or workload == "document" or args.ref_threads) and lib in REFERENCES
                 if fixed and n not in ref_threads:
                     continue
                 check = n == args.threads[0] and not training and lib != "tiktoken"
-                runs = 1 if training and lib in REFERENCES else args.runs
+                runs = (1 if training else args.ref_runs) if lib in REFERENCES else args.runs
                 result = measure(args, workload, lib, n, check, runs)
                 if result is not None:
                     results[(lib, n)] = result
