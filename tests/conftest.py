@@ -90,3 +90,20 @@ def bert_reference(bert_files):
 @pytest.fixture(scope="session")
 def bert(bert_files) -> polytok.WordPieceTokenizer:
     return polytok.WordPieceTokenizer.from_vocab(bert_files[0])
+
+
+@pytest.fixture(scope="session", params=["gpt2", "o200k"])
+def other_pattern(request, tiktoken_cl100k, cl100k_ranks_path):
+    """polytok and tiktoken with the cl100k ranks under another preset's
+    pattern: tiktoken's own regex engine checks polytok's scanner."""
+    import tiktoken
+
+    pattern = request.param
+    reference = tiktoken.Encoding(
+        name=f"cl100k-ranks-{pattern}-pattern",
+        pat_str=polytok.pattern_regex(pattern),
+        mergeable_ranks=tiktoken_cl100k._mergeable_ranks,
+        special_tokens={},
+    )
+    ours = polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern=pattern)
+    return ours, reference

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,23 +99,6 @@ def test_long_pieces_use_the_linear_encoder_exactly(cl100k, tiktoken_cl100k, alp
     rng = random.Random(seed)
     text = "".join(rng.choice(alphabet) for _ in range(length))
     assert cl100k.encode(text) == tiktoken_cl100k.encode_ordinary(text)
-
-
-@pytest.fixture(scope="module", params=["gpt2", "o200k"])
-def other_pattern(request, tiktoken_cl100k, cl100k_ranks_path):
-    """polytok and tiktoken with the cl100k ranks under another preset's
-    pattern: tiktoken's own regex engine checks polytok's scanner."""
-    import tiktoken
-
-    pattern = request.param
-    reference = tiktoken.Encoding(
-        name=f"cl100k-ranks-{pattern}-pattern",
-        pat_str=polytok.pattern_regex(pattern),
-        mergeable_ranks=tiktoken_cl100k._mergeable_ranks,
-        special_tokens={},
-    )
-    ours = polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern=pattern)
-    return ours, reference
 
 
 def test_other_presets_on_flores(other_pattern, flores):

@@ -88,16 +88,8 @@ def test_long_documents_with_special_tokens(many_threads, cl100k, tiktoken_cl100
     assert cl100k.encode_ids(document) == tiktoken_cl100k.encode_ordinary(document)
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "o200k"])
-def test_long_documents_other_patterns(many_threads, tiktoken_cl100k, cl100k_ranks_path, flores, pattern):
-    tiktoken = pytest.importorskip("tiktoken")
-    reference = tiktoken.Encoding(
-        name=f"cl100k-ranks-{pattern}",
-        pat_str=polytok.pattern_regex(pattern),
-        mergeable_ranks=tiktoken_cl100k._mergeable_ranks,
-        special_tokens={},
-    )
-    ours = polytok.BPETokenizer.from_tiktoken(cl100k_ranks_path, pattern=pattern)
+def test_long_documents_other_patterns(many_threads, other_pattern, flores):
+    ours, reference = other_pattern
     for document in documents(flores)[::3]:
         assert ours.encode_ids(document) == reference.encode_ordinary(document)
 
