@@ -243,11 +243,17 @@ pub(super) fn seed_pieces(
             .then_with(|| text_of(a).cmp(text_of(b)))
     };
     if candidates.len() > wanted && wanted > 0 {
-        candidates.select_nth_unstable_by(wanted - 1, order);
-        candidates.truncate(wanted);
+        // Only candidates scoring at least the wanted-th score can be wanted:
+        // found by sorting the scores alone, on all cores (a selection would
+        // take one).
+        let mut scores: Vec<u64> = candidates.par_iter().map(|c| c.score).collect();
+        scores.par_sort_unstable_by(|a, b| b.cmp(a));
+        let lowest = scores[wanted - 1];
+        drop(scores);
+        candidates.retain(|c| c.score >= lowest);
     }
+    candidates.par_sort_unstable_by(order);
     candidates.truncate(wanted);
-    candidates.par_sort_by(order);
     seeds.par_extend(candidates.par_iter().map(|c| {
         let piece: String = text_of(c)
             .iter()

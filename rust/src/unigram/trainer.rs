@@ -24,10 +24,11 @@
 //!
 //! Scaling: every step that grows with the corpus or the seeds runs on all
 //! cores: counting characters, laying out the words, seeding, E-steps, the
-//! M-step's scores, pruning's losses. Large sorts are parallel merge sorts
-//! (a parallel quicksort partitions the whole slice on one thread first),
-//! and the per-thread vectors of sums are added slice by slice on all
-//! cores. Sequential still: the floating-point sums over pieces (total
+//! M-step's scores, pruning's losses. A parallel quicksort partitions the
+//! whole slice on one thread first, so byte strings are sorted with their
+//! first 8 bytes beside them as a number (`prefix_key`), which settles most
+//! comparisons there; the per-thread vectors of sums are added slice by
+//! slice on all cores. Sequential still: the floating-point sums over pieces (total
 //! counts and frequencies, added in index order, which fixes their
 //! rounding) and the trie builds, which read their keys copied one after
 //! another in sorted order. (`examples/profile_train_unigram.rs` measures
@@ -96,11 +97,19 @@ pub fn train(
     progress: &Progress,
 ) -> Result<UnigramModel> {
     check(settings)?;
-    let mut words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-    if words.is_empty() {
+    if counts.counts.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    words.par_sort();
+    let mut keyed: Vec<(u64, Vec<u8>, u64)> = counts
+        .counts
+        .into_iter()
+        .map(|(word, count)| (prefix_key(&word), word, count))
+        .collect();
+    keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let words: Vec<(Vec<u8>, u64)> = keyed
+        .into_par_iter()
+        .map(|(_, word, count)| (word, count))
+        .collect();
     let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
 
     // 1. Characters.
@@ -459,6 +468,17 @@ fn join_in_order<T: Copy + Default + Send + Sync>(
     (joined, starts)
 }
 
+/// The first 8 bytes of `bytes` as a big-endian number, zeros past the end:
+/// ordering by it, then by the bytes, is ordering by the bytes, and most
+/// comparisons end at the number, without reading the bytes (a parallel
+/// sort partitions the whole slice on one thread first).
+fn prefix_key(bytes: &[u8]) -> u64 {
+    let mut key = [0; 8];
+    let n = bytes.len().min(8);
+    key[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(key)
+}
+
 /// The length of the character that starts with `first` in `Words`.
 fn char_len(first: u8) -> usize {
     match first {
@@ -500,20 +520,20 @@ struct Vocab {
 
 impl Vocab {
     fn new(pieces: Vec<String>, scores: Vec<f64>) -> Self {
-        let mut keys: Vec<(&[u8], u32)> = pieces
-            .iter()
-            .zip(0..)
-            .map(|(p, i)| (p.as_bytes(), i))
+        let mut keys: Vec<(u64, &[u8], u32)> = pieces
+            .par_iter()
+            .zip(0..pieces.len() as u32)
+            .map(|(p, i)| (prefix_key(p.as_bytes()), p.as_bytes(), i))
             .collect();
-        keys.par_sort_by(|a, b| a.0.cmp(b.0));
+        keys.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
         // Copied one after another in sorted order: `Trie::new` (on one
         // thread) then finds them sorted at once, and reads them in order
         // rather than from each piece's own allocation (about twice faster).
-        let (joined, ends) = join_in_order(keys.len(), |k, out| out.extend_from_slice(keys[k].0));
+        let (joined, ends) = join_in_order(keys.len(), |k, out| out.extend_from_slice(keys[k].1));
         let trie = Trie::new(
             keys.iter()
                 .enumerate()
-                .map(|(k, &(_, i))| (&joined[ends[k]..ends[k + 1]], i)),
+                .map(|(k, &(_, _, i))| (&joined[ends[k]..ends[k + 1]], i)),
         );
         let slot = (0..pieces.len() as u32).collect();
         Vocab {
@@ -769,7 +789,7 @@ impl Vocab {
             .filter_map(|&(i, loss)| Some((loss?, i)))
             .collect();
         let target = ((shrinking_factor * self.len() as f64) as usize).max(desired);
-        candidates.par_sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        candidates.par_sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let room = target.saturating_sub(kept.len());
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
         kept.par_sort_unstable();
@@ -908,7 +928,7 @@ fn finalize(
         chosen.insert(text, score);
     }
     let mut by_score: Vec<(&str, f64)> = score_of.iter().map(|(&p, &s)| (p, s)).collect();
-    by_score.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    by_score.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     for (piece, score) in by_score {
         if chosen.len() >= learned {
             break;
@@ -916,7 +936,7 @@ fn finalize(
         chosen.entry(piece.to_owned()).or_insert(score);
     }
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
-    learned_pieces.par_sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
