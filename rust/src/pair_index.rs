@@ -215,7 +215,7 @@ impl PairIndex {
         // Offsets and positions are u32, and `END` is one.
         if records_len > u32::MAX as usize || long_len >= END as usize {
             return Err(Error::Corpus(
-                "the corpus has too many distinct pieces to train on (their bytes pass 2^32)"
+                "the corpus has too many distinct pieces to train on (their lengths add up past 2^32)"
                     .to_owned(),
             ));
         }
