@@ -62,7 +62,7 @@ REFERENCES = {"tiktoken", "tokenizers", "sentencepiece"}
 # ------------------------------------------------------------------ children
 
 
-def batch_call(lib: str, threads: int, lines: list[str], scratch: Path):
+def batch_call(lib: str, threads: int, lines: list[str]):
     enc, ranks = _data.tiktoken_cl100k()
     if lib == "tiktoken":
         return lambda: enc.encode_ordinary_batch(lines, num_threads=threads)
@@ -93,7 +93,7 @@ def run_child_mode(args) -> None:
         text = _data.en_text(args.batch_mb if args.workload == "batch" else args.doc_mb)
         if args.workload == "batch":
             inputs = text.splitlines(keepends=True)
-            call = batch_call(args.lib, threads, inputs, scratch)
+            call = batch_call(args.lib, threads, inputs)
         else:
             inputs = _data.chunks(text, 1.0)
             enc, ranks = _data.tiktoken_cl100k()

@@ -12,7 +12,7 @@ use std::time::Instant;
 use polytok::corpus::BadBytes;
 use polytok::counting::Counter;
 use polytok::progress::Progress;
-use polytok::unigram::{train, PieceRules, UnigramTrainerSettings, Whitespace};
+use polytok::unigram::{train, UnigramTrainerSettings, Whitespace};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -26,22 +26,7 @@ fn main() {
         .count_files(&[path], BadBytes::Error, size, &progress)
         .unwrap();
     let counted = start.elapsed().as_secs_f64();
-    let settings = UnigramTrainerSettings {
-        vocab_size,
-        character_coverage: 0.9995,
-        byte_fallback: false,
-        unk_token: "<unk>".into(),
-        special_tokens: ["<s>", "</s>", "<pad>"].map(String::from).to_vec(),
-        rules: PieceRules {
-            max_piece_chars: 16,
-            split_by_script: true,
-            split_digits: false,
-        },
-        seed_size: 1_000_000,
-        shrinking_factor: 0.75,
-        sub_iterations: 2,
-        whitespace: Whitespace::default(),
-    };
+    let settings = UnigramTrainerSettings::new(vocab_size, Whitespace::default());
     let model = train(counts, &settings, &progress).unwrap();
     let trained = start.elapsed().as_secs_f64() - counted;
     println!("counting {counted:.3} s, training {trained:.3} s");

@@ -38,16 +38,6 @@ impl IdRuns {
         Ok(())
     }
 
-    /// Every id, one text after another.
-    pub fn ids(&self) -> &[u32] {
-        &self.ids
-    }
-
-    /// Where each text's ids end in [`IdRuns::ids`].
-    pub fn ends(&self) -> &[usize] {
-        &self.ends
-    }
-
     /// Each text's ids, in order.
     pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());

@@ -437,13 +437,15 @@ impl<'a, 'py> Settings<'a, 'py> {
     }
 }
 
-/// The ids of `text` (by `encode`) as a Python list, the GIL
-/// released for long texts.
 /// Runs the encoding of one input of `len` bytes: a short one on this
 /// thread with the GIL (releasing it costs more than such an encoding), a
 /// longer one without it, and one long enough to be cut in the pool, whose
 /// threads share it (`Tokenizer::encode_ids_into`).
-fn encode_one<T: Send>(py: Python<'_>, len: usize, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+fn run_encoding<T: Send>(
+    py: Python<'_>,
+    len: usize,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
     if len >= CUT_BYTES {
         in_pool(py, work)
     } else {
@@ -451,6 +453,8 @@ fn encode_one<T: Send>(py: Python<'_>, len: usize, work: impl FnOnce() -> T + Se
     }
 }
 
+/// The ids of `text` (by `encode`) as a Python list, the GIL
+/// released for long texts.
 fn encode_list<'py>(
     py: Python<'py>,
     ints: &Ints,
@@ -467,7 +471,7 @@ fn encode_list<'py>(
     IDS.with(|ids| {
         let ids = &mut *ids.borrow_mut();
         ids.clear();
-        encode_one(py, text.len(), || encode(text, &allowed, ids))?.map_err(to_py)?;
+        run_encoding(py, text.len(), || encode(text, &allowed, ids))?.map_err(to_py)?;
         let list = ints.list(py, ids);
         if ids.capacity() > 1 << 22 {
             *ids = Vec::new();
@@ -899,24 +903,22 @@ impl Unigram {
             PyValueError::new_err("Unigram trains on a counter of SentencePiece words")
         })?;
         let mut s = Settings::new(settings);
+        let d = UnigramTrainerSettings::new(8000, whitespace);
         let settings = UnigramTrainerSettings {
-            vocab_size: s.or("vocab_size", 8000)?,
-            character_coverage: s.or("character_coverage", 0.9995)?,
-            byte_fallback: s.or("byte_fallback", false)?,
-            unk_token: s.or("unk_token", "<unk>".to_owned())?,
-            special_tokens: s.or(
-                "special_tokens",
-                ["<s>", "</s>", "<pad>"].map(str::to_owned).to_vec(),
-            )?,
+            vocab_size: s.or("vocab_size", d.vocab_size)?,
+            character_coverage: s.or("character_coverage", d.character_coverage)?,
+            byte_fallback: s.or("byte_fallback", d.byte_fallback)?,
+            unk_token: s.or("unk_token", d.unk_token)?,
+            special_tokens: s.or("special_tokens", d.special_tokens)?,
             rules: PieceRules {
-                max_piece_chars: s.or("max_piece_length", 16)?,
-                split_by_script: s.or("split_by_script", true)?,
-                split_digits: s.or("split_digits", false)?,
+                max_piece_chars: s.or("max_piece_length", d.rules.max_piece_chars)?,
+                split_by_script: s.or("split_by_script", d.rules.split_by_script)?,
+                split_digits: s.or("split_digits", d.rules.split_digits)?,
             },
-            seed_size: s.or("seed_size", 1_000_000)?,
-            shrinking_factor: s.or("shrinking_factor", 0.75)?,
-            sub_iterations: s.or("sub_iterations", 2)?,
-            whitespace,
+            seed_size: s.or("seed_size", d.seed_size)?,
+            shrinking_factor: s.or("shrinking_factor", d.shrinking_factor)?,
+            sub_iterations: s.or("sub_iterations", d.sub_iterations)?,
+            whitespace: d.whitespace,
         };
         s.finish()?;
         let counts = std::mem::take(&mut *counter.lock());

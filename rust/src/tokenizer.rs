@@ -302,7 +302,7 @@ impl Tokenizer {
     }
 
     /// One input's encoding; `share`: a long text may be shared among the
-    /// pool's threads (see `sequence_ids_shared`).
+    /// pool's threads (see `cut_sequence_ids`).
     fn encode_one(
         &self,
         a: &str,

@@ -8,7 +8,7 @@ use crate::presets::preset;
 use crate::progress::Progress;
 use crate::text::bert::BertNormalizer;
 use crate::text::pattern::Pattern;
-use crate::unigram::{self, PieceRules, UnigramModel, UnigramTrainerSettings, Whitespace};
+use crate::unigram::{self, UnigramModel, UnigramTrainerSettings, Whitespace};
 use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
@@ -283,20 +283,9 @@ fn wordpiece_model() -> WordPieceModel {
 
 fn unigram_model() -> UnigramModel {
     let settings = UnigramTrainerSettings {
-        vocab_size: 400,
-        character_coverage: 0.9995,
         byte_fallback: true,
-        unk_token: "<unk>".into(),
         special_tokens: vec!["<s>".into(), "</s>".into()],
-        rules: PieceRules {
-            max_piece_chars: 16,
-            split_by_script: true,
-            split_digits: false,
-        },
-        seed_size: 1_000_000,
-        shrinking_factor: 0.75,
-        sub_iterations: 2,
-        whitespace: Whitespace::default(),
+        ..UnigramTrainerSettings::new(400, Whitespace::default())
     };
     let counts = Counter::sentencepiece(settings.whitespace, vec![])
         .unwrap()

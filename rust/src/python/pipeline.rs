@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyList, PySlice, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::{
-    allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, encode_one,
-    guarded, in_pool, strings, to_py, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
+    allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
+    run_encoding, strings, to_py, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -167,7 +167,7 @@ impl Pipeline {
         let allowed = allowed_special_tokens(allowed_special)?;
         let a = text.to_str()?;
         let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
-        let encoding = encode_one(py, a.len() + b.map_or(0, str::len), || {
+        let encoding = run_encoding(py, a.len() + b.map_or(0, str::len), || {
             self.tokenizer
                 .encode(a, b, add_special_tokens, &allowed, offsets)
         })?
@@ -232,7 +232,7 @@ impl Pipeline {
             });
         }
         let allowed = allowed_special_tokens(allowed_special)?;
-        let encoding = encode_one(py, text.len() + pair.map_or(0, str::len), || {
+        let encoding = run_encoding(py, text.len() + pair.map_or(0, str::len), || {
             tokenizer.encode(text, pair, add_special_tokens, &allowed, false)
         })?
         .map_err(to_py)?;

@@ -76,6 +76,29 @@ pub struct UnigramTrainerSettings {
     pub whitespace: Whitespace,
 }
 
+impl UnigramTrainerSettings {
+    /// SentencePiece's defaults (those of `UnigramTokenizer.train` too) for
+    /// a vocabulary of `vocab_size` pieces.
+    pub fn new(vocab_size: usize, whitespace: Whitespace) -> Self {
+        UnigramTrainerSettings {
+            vocab_size,
+            character_coverage: 0.9995,
+            byte_fallback: false,
+            unk_token: "<unk>".into(),
+            special_tokens: ["<s>", "</s>", "<pad>"].map(String::from).to_vec(),
+            rules: PieceRules {
+                max_piece_chars: 16,
+                split_by_script: true,
+                split_digits: false,
+            },
+            seed_size: 1_000_000,
+            shrinking_factor: 0.75,
+            sub_iterations: 2,
+            whitespace,
+        }
+    }
+}
+
 /// Fixed-point scale of expected counts: a millionth of an occurrence, and
 /// room in a `u64` for 1.7 × 10^13 occurrences of one piece.
 const SCALE: f64 = (1u64 << 20) as f64;
@@ -968,20 +991,9 @@ mod tests {
 
     fn settings(vocab_size: usize) -> UnigramTrainerSettings {
         UnigramTrainerSettings {
-            vocab_size,
             character_coverage: 1.0,
-            byte_fallback: false,
-            unk_token: "<unk>".into(),
             special_tokens: vec!["<s>".into(), "</s>".into()],
-            rules: PieceRules {
-                max_piece_chars: 16,
-                split_by_script: true,
-                split_digits: false,
-            },
-            seed_size: 1_000_000,
-            shrinking_factor: 0.75,
-            sub_iterations: 2,
-            whitespace: Whitespace::default(),
+            ..UnigramTrainerSettings::new(vocab_size, Whitespace::default())
         }
     }
 
