@@ -115,19 +115,22 @@ def test_ctrl_c_stops_training_promptly(tmp_path, model_options):
     syllables = ["ka", "ri", "to", "mu", "sel", "ven", "dra", "qu", "ix", "lo", "pa", "zen", "or", "y", "th"]
     corpus = tmp_path / "big.txt"
     with corpus.open("w") as f:
-        for _ in range(60):
+        # Large enough that training outlasts the wait below on a fast machine.
+        for _ in range(100):
             words = ("".join(rng.choices(syllables, k=rng.randint(1, 6))) for _ in range(40_000))
             f.write(" ".join(words) + "\n")
     out = tmp_path / "never.json"
     process = subprocess.Popen(
         [sys.executable, "-m", "polytok", "train", *model_options, str(corpus), "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # One thread: how long training lasts then hardly depends on the machine.
+        env=dict(os.environ, RAYON_NUM_THREADS="1"),
         # A runner started in the background ignores SIGINT, and its children
         # inherit that: Python then installs no KeyboardInterrupt handler.
         # The child gets the default disposition, as from a terminal.
         preexec_fn=_default_sigint,
     )
-    time.sleep(2.0)
+    time.sleep(1.5)
     assert process.poll() is None, "training finished before it could be interrupted"
     interrupted_at = time.monotonic()
     process.send_signal(signal.SIGINT)
