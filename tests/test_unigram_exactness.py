@@ -113,7 +113,7 @@ def test_bad_model_files(tmp_path):
         input=str(CORPORA / "en.txt"), model_prefix=bpe, vocab_size=300, model_type="bpe",
         normalization_rule_name="identity", minloglevel=2,
     )
-    with pytest.raises(polytok.TokenizerFileError, match="not a Unigram model"):
+    with pytest.raises(polytok.TokenizerFileError, match="bpe.model: holds a SentencePiece bpe model, not a UnigramTokenizer"):
         polytok.UnigramTokenizer.from_sentencepiece(bpe + ".model")
 
 

@@ -17,6 +17,7 @@ from polytok.bpe import BPETokenizer
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
 from polytok.tokenizer import Encoding, FlatIds, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
 from polytok.report import Report, report
+from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UnigramTokenizer
 from polytok.wordpiece import WordPieceTokenizer
 
@@ -33,6 +34,8 @@ __all__ = [
     "PRESETS",
     "PolytokError",
     "Report",
+    "SentencePieceBPETokenizer",
+    "SentencePieceTokenizer",
     "TokenizerFileError",
     "UnigramTokenizer",
     "WordPieceTokenizer",
@@ -77,7 +80,8 @@ def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = F
     - Mistral's Tekken (``tekken_*.json``): a :class:`Tokenizer` with the
       same ids as ``mistral-common`` (special tokens 0-999, recognized in
       text only when allowed);
-    - a SentencePiece model (``.model``: Unigram);
+    - a SentencePiece model (``.model``): a :class:`UnigramTokenizer` or a
+      :class:`SentencePieceBPETokenizer`, as the model is;
     - a tiktoken rank file (``.tiktoken``: BPE, with the pre-tokenization
       ``pattern`` it holds no trace of, e.g. ``"cl100k"``);
     - a BERT vocabulary (``vocab.txt``: WordPiece, uncased unless
@@ -88,7 +92,7 @@ def load(path: str | os.PathLike, *, pattern: str | None = None, cased: bool = F
     kind, text = _files.sniff(path)
     name = os.fspath(path)
     if kind == "sentencepiece":
-        return UnigramTokenizer.from_sentencepiece(path)
+        return SentencePieceTokenizer.from_sentencepiece(path)
     if kind == "polytok":
         return from_json(text, name)
     if kind == "tokenizer.json":

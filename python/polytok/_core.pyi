@@ -188,7 +188,7 @@ class WordPiece:
 
 @final
 class Unigram:
-    """A Unigram model (the Rust side of ``polytok.UnigramTokenizer``)."""
+    """A SentencePiece model, Unigram or BPE (the Rust side of ``polytok.UnigramTokenizer`` and ``polytok.SentencePieceBPETokenizer``)."""
 
     @staticmethod
     def train(
@@ -223,6 +223,9 @@ class Unigram:
     @property
     def byte_fallback(self) -> bool:
         """Whether characters outside the pieces are encoded as byte pieces."""
+    @property
+    def segmentation(self) -> Literal["unigram", "bpe"]:
+        """How the model segments text (SentencePiece's model type)."""
     @property
     def whitespace(self) -> dict[str, bool]:
         """SentencePiece's whitespace settings: ``remove_extra_whitespaces``, ``add_dummy_prefix``, ``escape_whitespaces``, ``treat_whitespace_as_suffix``."""

@@ -598,15 +598,22 @@ def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | 
     must hold (its reader names what is wrong otherwise)."""
     if preset is None:
         from polytok.bpe import BPETokenizer
-        from polytok.unigram import UnigramTokenizer
+        from polytok.sentencepiece import SentencePieceTokenizer
         from polytok.wordpiece import WordPieceTokenizer
 
-        presets = {"wordpiece": WordPieceTokenizer, "unigram": UnigramTokenizer}
+        presets = {"wordpiece": WordPieceTokenizer, "unigram": SentencePieceTokenizer}
         # Not a polytok file: the loader of BPE files reports what is wrong.
         preset = presets.get(_core.file_model(text), BPETokenizer)
     core, training, pipeline = preset._core_type.from_json(text, source)
     training = json.loads(training) if training else None
     pipeline = json.loads(pipeline) if pipeline else None
+    if preset._core_type is _core.Unigram:
+        from polytok.sentencepiece import SentencePieceTokenizer
+
+        kind = SentencePieceTokenizer.of_class(core)
+        if not issubclass(kind, preset):
+            raise _core.TokenizerFileError(f"{source}: holds a {kind.__name__}, not a {preset.__name__}")
+        preset = kind
     if pipeline is None or pipeline.get("preset", False):
         tokenizer = preset(core, training)
     else:
@@ -656,6 +663,7 @@ def from_tekken(text: str, source: str = "<Tekken>") -> Tokenizer:
 def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
     """The preset class whose steps ``pipeline`` has, if any."""
     from polytok.bpe import BPETokenizer
+    from polytok.sentencepiece import SentencePieceTokenizer
     from polytok.unigram import UnigramTokenizer
     from polytok.wordpiece import WordPieceTokenizer
 
@@ -667,7 +675,7 @@ def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
         return None
     for cls in (BPETokenizer, WordPieceTokenizer, UnigramTokenizer):
         if isinstance(core, cls._core_type):
-            return cls
+            return SentencePieceTokenizer.of_class(core) if cls is UnigramTokenizer else cls
     return None
 
 

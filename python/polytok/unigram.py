@@ -4,7 +4,6 @@ EM, Viterbi encoding, n-best and sampling; polytok JSON and SentencePiece
 
 from __future__ import annotations
 
-import os
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -12,16 +11,16 @@ from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._args import id_error, text_list, whole_numbers
-from polytok._files import PathLike, atomic_write
+from polytok._args import text_list, whole_numbers
+from polytok._files import PathLike
 from polytok._progress import progress_callback, wanted
-from polytok.tokenizer import Preset
+from polytok.sentencepiece import SentencePieceTokenizer
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
 UNIGRAM_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 
 
-class UnigramTokenizer(Preset):
+class UnigramTokenizer(SentencePieceTokenizer):
     """A Unigram tokenizer: pieces with log-probabilities, and each text cut
     into the pieces whose scores sum highest (Viterbi).
 
@@ -43,7 +42,7 @@ class UnigramTokenizer(Preset):
     :meth:`load` (polytok JSON) or :meth:`from_sentencepiece`.
     """
 
-    _core_type = _core.Unigram
+    _segmentation = "unigram"
 
     # ----------------------------------------------------------------- training
 
@@ -152,45 +151,6 @@ class UnigramTokenizer(Preset):
         whitespace = {name: core.whitespace[name] for name in cls._WHITESPACE}
         return cls(core, {**settings, **whitespace, "corpus": corpus})
 
-    # -------------------------------------------------------------------- files
-
-    def save_sentencepiece(self, path: PathLike) -> None:
-        """Save as a SentencePiece ``.model`` file (identity normalization),
-        atomically: ``sentencepiece`` loads it and encodes as polytok does."""
-        atomic_write(path, self._core.to_sentencepiece())
-
-    @classmethod
-    def from_sentencepiece(cls, path: PathLike) -> UnigramTokenizer:
-        """Load a SentencePiece ``.model`` file of a Unigram model trained with
-        ``normalization_rule_name="identity"``, with whatever whitespace
-        settings (``add_dummy_prefix``, ``remove_extra_whitespaces``,
-        ``escape_whitespaces``, ``treat_whitespace_as_suffix``), byte
-        fallback and unknown surface: it encodes and decodes as
-        ``sentencepiece`` does.
-
-        Raises :class:`polytok.TokenizerFileError` (a ``ValueError``) naming
-        the file for what ``sentencepiece`` refuses (a damaged or truncated
-        file, a second ``<unk>`` or none without byte fallback, empty,
-        NUL-holding or repeated pieces, non-finite scores, byte pieces
-        without byte fallback or missing with it) and for what polytok would
-        encode or decode otherwise: other normalizations, a denormalizer,
-        other model types, and user-defined pieces with two spaces in a row
-        when extra spaces are removed."""
-        with open(path, "rb") as f:
-            data = f.read()
-        return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
-
-    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
-        """The text of ``ids``, as SentencePiece decodes it: ``▁`` back to
-        spaces, the dummy prefix removed, byte pieces joined into UTF-8,
-        ``<unk>`` as " ⁇ ", control pieces (``<s>``, ``</s>``) as nothing.
-        ``skip_special_tokens``: leave out the template's tokens too."""
-        ids = self._kept(ids, skip_special_tokens)
-        try:
-            return self._core.decode(ids)
-        except OverflowError:
-            raise id_error(ids, self.vocab_size) from None
-
     def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
         """The ``k`` best segmentations of ``text`` with their scores (sums of
         piece log-probabilities), best first; the first is :meth:`encode`'s."""
@@ -221,17 +181,3 @@ class UnigramTokenizer(Preset):
         pieces = self._pipeline.pieces(without_surrogates(text))
         return [id for i, piece in enumerate(pieces) for id in self._core.sample(piece, alpha, (seed + i) % 2**64)]
 
-    def score(self, id: int) -> float:
-        """The score (log-probability) of a piece."""
-        try:
-            return self._core.score(id)
-        except OverflowError:
-            raise id_error(id, self.vocab_size) from None
-
-    @property
-    def byte_fallback(self) -> bool:
-        """Whether unknown characters become byte pieces."""
-        return self._core.byte_fallback
-
-    def __repr__(self) -> str:
-        return f"UnigramTokenizer(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"

@@ -995,6 +995,16 @@ impl Unigram {
         self.model.byte_fallback()
     }
 
+    /// `"unigram"` or `"bpe"`: how the model segments text (SentencePiece's
+    /// model type).
+    #[getter]
+    fn segmentation(&self) -> &'static str {
+        match self.model.segmentation() {
+            unigram::Segmentation::Unigram => "unigram",
+            unigram::Segmentation::Bpe => "bpe",
+        }
+    }
+
     /// SentencePiece's whitespace settings: `remove_extra_whitespaces`,
     /// `add_dummy_prefix`, `escape_whitespaces`,
     /// `treat_whitespace_as_suffix`.

@@ -126,6 +126,9 @@ impl UnigramModel {
         out: &mut Vec<u32>,
         mut ends: Option<(&mut Vec<u32>, u32)>,
     ) {
+        if let Some(merges) = &self.merges {
+            return self.encode_merges(merges, piece, out, ends);
+        }
         if !self.ascii_spaces {
             return self.encode_walk(piece.as_bytes(), out, ends);
         }
@@ -164,7 +167,7 @@ impl UnigramModel {
         prefix: bool,
         out: &mut Vec<u32>,
     ) -> bool {
-        if !self.ascii_spaces || replacement != SPACE_SYMBOL {
+        if !self.ascii_spaces || replacement != SPACE_SYMBOL || self.merges.is_some() {
             return false;
         }
         if !prefix && SPACE_SYMBOL_FINDER.find(text.as_bytes()).is_none() {

@@ -9,7 +9,8 @@
 //!   be empty (identity normalization; other models are refused, naming
 //!   their normalization, since polytok would encode other text than
 //!   SentencePiece does), and its whitespace switches;
-//! - from the trainer's settings: the model type (Unigram only),
+//! - from the trainer's settings: the model type (Unigram, or BPE: see
+//!   `merges.rs`),
 //!   `byte_fallback`, `treat_whitespace_as_suffix` and `unk_surface`;
 //! - the denormalizer, which SentencePiece applies to decoded text: refused
 //!   unless empty.
@@ -31,6 +32,7 @@
 //!  "whitespace": {"remove_extra": true, "add_dummy_prefix": true},
 //!  "training": {...} | null}
 //! ```
+//! A BPE model has `"segmentation": "bpe"` (Unigram's is not written).
 //! Scores are `f32`, written in their shortest exact form. Settings that
 //! only a `.model` can carry are written when they are not SentencePiece's
 //! defaults: `"escape": false` and `"as_suffix": true` in `whitespace`,
@@ -38,7 +40,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Piece, PieceKind, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
+use super::{Piece, PieceKind, Segmentation, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
 use crate::error::Result;
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 
@@ -56,6 +58,8 @@ struct UnigramFile {
         skip_serializing_if = "is_default_unk_surface"
     )]
     unk_surface: String,
+    #[serde(default, skip_serializing_if = "is_unigram")]
+    segmentation: Segmentation,
     training: Option<serde_json::Value>,
     /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
     /// it is not the model's default.
@@ -84,6 +88,10 @@ fn is_true(value: &bool) -> bool {
 
 fn is_false(value: &bool) -> bool {
     !*value
+}
+
+fn is_unigram(segmentation: &Segmentation) -> bool {
+    *segmentation == Segmentation::Unigram
 }
 
 fn default_unk_surface() -> String {
@@ -171,13 +179,21 @@ impl UnigramModel {
             return Err(damaged(source, "not a SentencePiece model: no pieces"));
         }
         let trainer = proto.trainer_spec.unwrap_or_default();
-        let model_type = trainer.model_type.unwrap_or(1);
-        if model_type != 1 {
-            return Err(damaged(
-                source,
-                format!("not a Unigram model (SentencePiece model type {model_type})"),
-            ));
-        }
+        let segmentation = match trainer.model_type.unwrap_or(1) {
+            1 => Segmentation::Unigram,
+            2 => Segmentation::Bpe,
+            other => {
+                let kind = match other {
+                    3 => "a word model".to_owned(),
+                    4 => "a character model".to_owned(),
+                    _ => format!("model type {other}"),
+                };
+                return Err(damaged(
+                    source,
+                    format!("{kind}, which polytok does not support (only Unigram and BPE)"),
+                ));
+            }
+        };
         let normalizer = proto.normalizer_spec.unwrap_or_default();
         if !normalizer.precompiled_charsmap().is_empty() {
             return Err(damaged(
@@ -225,6 +241,7 @@ impl UnigramModel {
             })
             .collect::<Result<Vec<_>>>()?;
         let model = UnigramModel::new(pieces, trainer.byte_fallback.unwrap_or(false), whitespace)
+            .and_then(|m| m.with_segmentation(segmentation))
             .map_err(|e| damaged(source, e))?;
         Ok(model.with_unk_surface(trainer.unk_surface.unwrap_or_else(default_unk_surface)))
     }
@@ -244,7 +261,10 @@ impl UnigramModel {
                 })
                 .collect(),
             trainer_spec: Some(TrainerSpec {
-                model_type: Some(1),
+                model_type: Some(match self.segmentation() {
+                    Segmentation::Unigram => 1,
+                    Segmentation::Bpe => 2,
+                }),
                 vocab_size: Some(self.pieces.len() as i32),
                 byte_fallback: Some(self.byte_fallback()),
                 treat_whitespace_as_suffix: Some(ws.as_suffix),
@@ -285,6 +305,7 @@ impl UnigramModel {
                 as_suffix: self.whitespace.as_suffix,
             },
             unk_surface: self.unk_surface.clone(),
+            segmentation: self.segmentation(),
             training: training.cloned(),
             pipeline: pipeline.cloned(),
         };
@@ -312,6 +333,7 @@ impl UnigramModel {
             as_suffix: file.whitespace.as_suffix,
         };
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
+            .and_then(|m| m.with_segmentation(file.segmentation))
             .map_err(|e| damaged(source, e))?
             .with_unk_surface(file.unk_surface);
         Ok((model, file.training, file.pipeline))

@@ -70,6 +70,7 @@ impl UnigramModel {
     /// spaces) with their scores (sums of piece scores), best first; the
     /// first is `encode_piece`'s.
     pub fn nbest(&self, piece: &str, k: usize) -> Result<Vec<(Vec<u32>, f64)>> {
+        self.unigram_only("nbest")?;
         let walk = self.walk_of(piece)?;
         let bytes = &walk[..];
         let n = bytes.len();
@@ -174,6 +175,7 @@ impl UnigramModel {
     /// forward filtering and backward sampling; `seed` makes the draw
     /// reproducible.
     pub fn sample(&self, piece: &str, alpha: f64, seed: u64) -> Result<Vec<u32>> {
+        self.unigram_only("sample")?;
         let walk = self.walk_of(piece)?;
         let bytes = &walk[..];
         let n = bytes.len();

@@ -37,10 +37,12 @@
 mod encoder;
 pub mod files;
 mod lattice;
+mod merges;
 mod piece_trie;
 mod seeds;
 mod trainer;
 
+pub use merges::Segmentation;
 pub use seeds::PieceRules;
 pub use trainer::{train, UnigramTrainerSettings};
 
@@ -102,6 +104,8 @@ pub struct UnigramModel {
     /// The longest piece, in bytes: how far a walk reaches.
     longest_walk: usize,
     min_score: f32,
+    /// A BPE model's merge tables (see `merges.rs`); `None` for Unigram.
+    merges: Option<Box<merges::Merges>>,
 }
 
 impl UnigramModel {
@@ -213,7 +217,28 @@ impl UnigramModel {
             ascii_spaces,
             longest_walk,
             min_score,
+            merges: None,
         })
+    }
+
+    /// The model segmenting text as `segmentation` says (Unigram unless
+    /// told otherwise).
+    pub fn with_segmentation(mut self, segmentation: Segmentation) -> Result<Self> {
+        self.merges = match segmentation {
+            Segmentation::Unigram => None,
+            Segmentation::Bpe => Some(Box::new(merges::Merges::new(
+                &self.pieces,
+                self.whitespace.as_suffix,
+            )?)),
+        };
+        Ok(self)
+    }
+
+    pub fn segmentation(&self) -> Segmentation {
+        match self.merges {
+            None => Segmentation::Unigram,
+            Some(_) => Segmentation::Bpe,
+        }
     }
 
     /// The model with the unknown piece decoding to `surface`

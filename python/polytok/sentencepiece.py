@@ -1,0 +1,114 @@
+"""SentencePiece's models, Unigram and BPE: what the two share (pieces
+with scores and kinds, byte fallback, SentencePiece's whitespace handling
+and decoding, ``.model`` files), and the BPE tokenizer (Llama 2's and
+Mistral's design). :class:`polytok.UnigramTokenizer` adds training, n-best
+and sampling."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from polytok import _core
+from polytok._args import id_error
+from polytok._files import PathLike, atomic_write
+from polytok.tokenizer import Preset
+
+
+class SentencePieceTokenizer(Preset):
+    """What SentencePiece's Unigram and BPE tokenizers share: the model's
+    files, decoding and piece scores."""
+
+    _core_type = _core.Unigram
+    #: The core model's segmentation that the class holds.
+    _segmentation: str
+
+    def __init__(self, core: _core.Unigram, training: dict | None = None) -> None:
+        if core.segmentation != self._segmentation:
+            raise TypeError(f"{type(self).__name__} holds a {self._segmentation} model, not a {core.segmentation} one")
+        super().__init__(core, training)
+
+    @staticmethod
+    def of_class(core: _core.Unigram) -> type[SentencePieceTokenizer]:
+        """The class of a SentencePiece model's tokenizer: Unigram or BPE."""
+        from polytok.unigram import UnigramTokenizer
+
+        return UnigramTokenizer if core.segmentation == "unigram" else SentencePieceBPETokenizer
+
+    # -------------------------------------------------------------------- files
+
+    def save_sentencepiece(self, path: PathLike) -> None:
+        """Save as a SentencePiece ``.model`` file (identity normalization),
+        atomically: ``sentencepiece`` loads it and encodes as polytok does."""
+        atomic_write(path, self._core.to_sentencepiece())
+
+    @classmethod
+    def from_sentencepiece(cls, path: PathLike) -> SentencePieceTokenizer:
+        """Load a SentencePiece ``.model`` file (a Unigram or a BPE model,
+        which this class must hold unless it is
+        :class:`SentencePieceTokenizer` itself) trained with
+        ``normalization_rule_name="identity"``, with whatever whitespace
+        settings (``add_dummy_prefix``, ``remove_extra_whitespaces``,
+        ``escape_whitespaces``, ``treat_whitespace_as_suffix``), byte
+        fallback, user-defined pieces and unknown surface: it encodes and
+        decodes as ``sentencepiece`` does.
+
+        Raises :class:`polytok.TokenizerFileError` (a ``ValueError``) naming
+        the file for what ``sentencepiece`` refuses (a damaged or truncated
+        file, a second ``<unk>`` or none without byte fallback, empty,
+        NUL-holding or repeated pieces, non-finite scores, byte pieces
+        without byte fallback or missing with it) and for what polytok would
+        encode or decode otherwise: other normalizations, a denormalizer,
+        word and character models, and user-defined pieces with two spaces
+        in a row when extra spaces are removed."""
+        source = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        core = _core.Unigram.from_sentencepiece(data, source)
+        if cls is not SentencePieceTokenizer and core.segmentation != cls._segmentation:
+            raise _core.TokenizerFileError(
+                f"{source}: holds a SentencePiece {core.segmentation} model, not a {cls.__name__} (polytok.load reads any)"
+            )
+        return SentencePieceTokenizer.of_class(core)(core)
+
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``, as SentencePiece decodes it: ``▁`` back to
+        spaces, the dummy prefix removed, byte pieces joined into UTF-8,
+        ``<unk>`` as " ⁇ ", control pieces (``<s>``, ``</s>``) as nothing.
+        ``skip_special_tokens``: leave out the template's tokens too."""
+        ids = self._kept(ids, skip_special_tokens)
+        try:
+            return self._core.decode(ids)
+        except OverflowError:
+            raise id_error(ids, self.vocab_size) from None
+
+    def score(self, id: int) -> float:
+        """The score of a piece (a log-probability in a Unigram model; in a
+        BPE model, the merge priority: higher merges first)."""
+        try:
+            return self._core.score(id)
+        except OverflowError:
+            raise id_error(id, self.vocab_size) from None
+
+    @property
+    def byte_fallback(self) -> bool:
+        """Whether unknown characters become byte pieces."""
+        return self._core.byte_fallback
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"
+
+
+class SentencePieceBPETokenizer(SentencePieceTokenizer):
+    """A SentencePiece BPE tokenizer (Llama 2's and Mistral's ``.model``
+    files): each text starts as its characters (a user-defined piece is
+    one, never merged), and neighbours merge pair by pair, the pair that
+    spells the best-scoring piece first, the leftmost among equals, as
+    ``sentencepiece`` does. Characters no piece covers are ``<unk>`` (one
+    per run), or their UTF-8 bytes as ``<0xHH>`` pieces with byte fallback.
+    Text is handled and decoded as in :class:`polytok.UnigramTokenizer`.
+
+    Load one with :meth:`from_sentencepiece` or :func:`polytok.load`.
+    """
+
+    _segmentation = "bpe"

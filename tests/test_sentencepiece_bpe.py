@@ -1,0 +1,210 @@
+"""SentencePiece BPE models (Llama 2's and Mistral's design) give exactly
+SentencePiece's ids: Mistral's real `.model` files that `mistral-common`
+ships (byte fallback, user-defined and control pieces) on every FLORES-200
+line, and models trained here with the `sentencepiece` package (unknown
+runs, user-defined pieces, each whitespace setting, unused pieces) on the
+shipped corpora and adversarial text; decoding, offsets, files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import polytok
+from conftest import CORPORA
+
+spm = pytest.importorskip("sentencepiece")
+
+try:
+    import mistral_common
+
+    MISTRAL = os.path.join(os.path.dirname(mistral_common.__file__), "data")
+except ImportError:  # pragma: no cover - a test dependency
+    MISTRAL = None
+MISTRAL_FILES = [
+    "tokenizer.model.v1",
+    "mistral_instruct_tokenizer_240216.model.v2",
+    "mistral_instruct_tokenizer_240323.model.v3",
+    "mistral_instruct_tokenizer_241114.model.v7",
+]
+
+CORPUS_LINES = [line for path in sorted(CORPORA.glob("*.txt")) for line in path.read_text().splitlines()]
+
+
+def mistral(name: str) -> str:
+    if MISTRAL is None:
+        pytest.skip("mistral-common (a test dependency) ships Mistral's .model files")
+    return os.path.join(MISTRAL, name)
+
+
+def train(directory, name: str, **options) -> str:
+    prefix = str(directory / name)
+    options.setdefault("character_coverage", 0.98)
+    spm.SentencePieceTrainer.train(
+        input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))),
+        model_prefix=prefix,
+        model_type="bpe",
+        vocab_size=3000,
+        normalization_rule_name="identity",
+        minloglevel=2,
+        **options,
+    )
+    return prefix + ".model"
+
+
+TRAINED = {
+    "plain": {},
+    "byte_fallback": {"byte_fallback": True},
+    "user_defined": {"user_defined_symbols": ["<tool>", "ab", "▁the▁end"]},
+    "spaces_kept": {"remove_extra_whitespaces": False, "byte_fallback": True, "allow_whitespace_only_pieces": True},
+    "no_dummy_prefix": {"add_dummy_prefix": False},
+    "suffix": {"treat_whitespace_as_suffix": True},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(TRAINED))
+def trained(request, tmp_path_factory):
+    """(polytok, sentencepiece, path) for one SentencePiece BPE model trained here."""
+    path = train(tmp_path_factory.mktemp("spm"), request.param, **TRAINED[request.param])
+    return polytok.load(path), spm.SentencePieceProcessor(model_file=path), path
+
+
+def test_mistral_v1_every_flores_line(flores):
+    path = mistral("tokenizer.model.v1")
+    ours, theirs = polytok.load(path), spm.SentencePieceProcessor(model_file=path)
+    assert isinstance(ours, polytok.SentencePieceBPETokenizer) and ours.vocab_size == 32000
+    mismatches = []
+    for language, lines in sorted(flores.items()):
+        bad = [i for i, (a, b) in enumerate(zip(ours.encode_batch_ids(lines), theirs.encode(lines))) if a != b]
+        if bad:
+            mismatches.append((language, len(bad), lines[bad[0]]))
+    assert not mismatches, mismatches[:5]
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES[1:])
+def test_mistral_instruct_models(name, flores):
+    path = mistral(name)
+    ours, theirs = polytok.load(path), spm.SentencePieceProcessor(model_file=path)
+    lines = [line for language in sorted(flores)[::7] for line in flores[language][:150]]
+    # v3 and v7 have user-defined pieces ([REF], [REFERENCE_DOC_n]): kept whole.
+    lines += [f"See [REF]{i}[/REF] and [REFERENCE_DOC_{i % 25}]: {line}" for i, line in enumerate(CORPUS_LINES[::40])]
+    assert ours.encode_batch_ids(lines) == theirs.encode(lines)
+    ids = ours.encode_batch_ids(lines[:300])
+    assert [ours.decode(i) for i in ids] == [theirs.decode(i) for i in ids]
+
+
+def test_trained_models_on_the_corpora(trained):
+    ours, theirs, _ = trained
+    assert isinstance(ours, polytok.SentencePieceBPETokenizer)
+    assert ours.encode_batch_ids(CORPUS_LINES) == theirs.encode(CORPUS_LINES)
+    assert [ours.encode(line).ids for line in CORPUS_LINES[::50]] == theirs.encode(CORPUS_LINES[::50])
+
+
+known = st.characters(exclude_categories=["Cs"])
+adversarial = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [" ", "  ", "   ", "\t", "\n", "▁", "▁▁", "800000", "ꙮꙮ", "😀", "中文", "e\u0301", "\u0000",
+             "<unk>", "<0x41>", "<tool>", "ab", "the end", "[REF]", "[INST]", "the", " the"]
+        ),
+        st.text(alphabet=known, max_size=6),
+    ),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=adversarial)
+def test_trained_models_on_adversarial_text(trained, text):
+    ours, theirs, _ = trained
+    ids = ours.encode(text).ids
+    assert ids == theirs.encode(text)
+    assert ours.decode(ids) == theirs.decode(ids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=adversarial)
+def test_mistral_on_adversarial_text(text):
+    path = mistral("mistral_instruct_tokenizer_241114.model.v7")
+    ours, theirs = _loaded(path)
+    assert ours.encode(text).ids == theirs.encode(text)
+
+
+_LOADED: dict[str, tuple] = {}
+
+
+def _loaded(path: str) -> tuple:
+    if path not in _LOADED:
+        _LOADED[path] = polytok.load(path), spm.SentencePieceProcessor(model_file=path)
+    return _LOADED[path]
+
+
+def test_offsets_cover_each_token():
+    ours, _ = _loaded(mistral("tokenizer.model.v1"))
+    text = "Grüße  aus\tKöln 𒀀, naïve 中文"
+    encoding = ours.encode(text)
+    assert encoding.offsets[0][0] == 0 and encoding.offsets[-1][1] == len(text)
+    for (start, end), token in zip(encoding.offsets, encoding.tokens):
+        if not token.startswith("<0x"):
+            # The dummy prefix's ▁ covers nothing of the text.
+            assert text[start:end] == token.replace("▁", " ").removeprefix(" " if start == 0 else "")
+    # The four bytes of a character without a piece each cover it.
+    unknown = text.index("𒀀")
+    assert [span for span in encoding.offsets if span == (unknown, unknown + 1)] == [(unknown, unknown + 1)] * 4
+
+
+def test_unused_pieces_split_back(tmp_path):
+    """SentencePiece splits an unused piece back into the pair that made
+    it: a trained model with pieces marked unused, written by polytok as a
+    .model file, encodes the same in both."""
+    path = train(tmp_path, "base")
+    saved = tmp_path / "base.polytok"
+    polytok.load(path).save(saved)
+    data = json.loads(saved.read_text())
+    pieces = data["pieces"]
+    marked = [i for i, (text, _, kind) in enumerate(pieces) if kind == "normal" and len(text) > 2][::7]
+    for i in marked:
+        pieces[i][2] = "unused"
+    saved.write_text(json.dumps(data))
+    unused = polytok.load(saved)
+    model = tmp_path / "unused.model"
+    unused.save(model)
+    ours, theirs = polytok.load(model), spm.SentencePieceProcessor(model_file=str(model))
+    assert ours.encode_batch_ids(CORPUS_LINES) == theirs.encode(CORPUS_LINES)
+    assert not set(marked) & {id for ids in ours.encode_batch_ids(CORPUS_LINES) for id in ids}
+
+
+def test_files_round_trip(trained, tmp_path):
+    ours, theirs, _ = trained
+    model, saved = tmp_path / "again.model", tmp_path / "again.polytok"
+    ours.save(model)
+    ours.save(saved)
+    again = spm.SentencePieceProcessor(model_file=str(model))
+    assert again.encode(CORPUS_LINES[::10]) == theirs.encode(CORPUS_LINES[::10])
+    for loaded in (polytok.load(model), polytok.SentencePieceBPETokenizer.load(saved), polytok.load(saved)):
+        assert isinstance(loaded, polytok.SentencePieceBPETokenizer)
+        assert loaded.encode_batch_ids(CORPUS_LINES[::10]) == theirs.encode(CORPUS_LINES[::10])
+
+
+def test_the_wrong_class_is_named():
+    path = mistral("tokenizer.model.v1")
+    with pytest.raises(polytok.TokenizerFileError, match="tokenizer.model.v1.*bpe model, not a UnigramTokenizer"):
+        polytok.UnigramTokenizer.from_sentencepiece(path)
+    with pytest.raises(polytok.TokenizerFileError, match="not a UnigramTokenizer"):
+        polytok.UnigramTokenizer.load(path)
+    assert not hasattr(polytok.SentencePieceBPETokenizer, "nbest")
+
+
+def test_word_and_character_models_are_refused(tmp_path):
+    for kind in ("word", "char"):
+        prefix = str(tmp_path / kind)
+        spm.SentencePieceTrainer.train(
+            input=str(CORPORA / "en.txt"), model_prefix=prefix, model_type=kind, vocab_size=300,
+            normalization_rule_name="identity", minloglevel=2, use_all_vocab=True,
+        )
+        with pytest.raises(polytok.TokenizerFileError, match=f"{kind}.model.*(word|character) model, which polytok does not support"):
+            polytok.load(prefix + ".model")
