@@ -15,7 +15,10 @@ The files (written to a temporary directory outside the project):
   read by polytok, ``tokenizers`` (the reference) and ``kitoken``
   (``fastokens`` 0.3.5 refuses its ``BertNormalizer``);
 * ``Tekken``: ``tekken_240911.json`` from ``mistral-common``; read by
-  polytok, ``mistral-common`` (the reference) and ``kitoken``.
+  polytok, ``mistral-common`` (the reference) and ``kitoken``;
+* ``Mistral .model``: ``tokenizer.model.v1`` from ``mistral-common``
+  (SentencePiece BPE with byte fallback, Llama 2's design); read by
+  polytok, ``sentencepiece`` (the reference) and ``kitoken``.
 
 Ids are those of the text alone (no template tokens). For each file and
 reader: the load time (median of the rounds, each a fresh load), then
@@ -43,6 +46,7 @@ READERS = {
     "cl100k tokenizer.json": ("tokenizers", "polytok", "fastokens", "kitoken"),
     "BERT tokenizer.json": ("tokenizers", "polytok", "kitoken"),
     "Tekken": ("mistral-common", "polytok", "kitoken"),
+    "Mistral .model": ("sentencepiece", "polytok", "kitoken"),
 }
 
 
@@ -60,6 +64,7 @@ def write_files(directory: Path) -> dict[str, Path]:
     paths["BERT tokenizer.json"] = directory / "bert.json"
     paths["BERT tokenizer.json"].write_text(json.dumps(bert), encoding="utf-8")
     paths["Tekken"] = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
+    paths["Mistral .model"] = Path(mistral_common.__file__).parent / "data" / "tokenizer.model.v1"
     return paths
 
 
@@ -88,12 +93,22 @@ def loader(reader: str, kind: str, path: Path):
     if reader == "kitoken":
         import kitoken
 
-        read = kitoken.Kitoken.from_tekken_file if kind == "Tekken" else kitoken.Kitoken.from_tokenizers_file
+        read = {
+            "Tekken": kitoken.Kitoken.from_tekken_file,
+            "Mistral .model": kitoken.Kitoken.from_sentencepiece_file,
+        }.get(kind, kitoken.Kitoken.from_tokenizers_file)
         # Tekken through kitoken: ranks, without mistral-common's 1,000
         # special ids in front.
         shift = 1000 if kind == "Tekken" else 0
         return (lambda: read(str(path))), lambda t, texts, batch: (
             [[i + shift for i in ids] for ids in t.encode_all(texts)] if batch else [[i + shift for i in t.encode(x)] for x in texts]
+        )
+    if reader == "sentencepiece":
+        import sentencepiece
+
+        # Its batch call encodes on threads of its own (num_threads=-1: all).
+        return (lambda: sentencepiece.SentencePieceProcessor(model_file=str(path))), lambda t, texts, batch: (
+            t.encode(texts, num_threads=-1) if batch else [t.encode(x) for x in texts]
         )
     if reader == "mistral-common":
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer

@@ -36,7 +36,7 @@ pub(super) const SHORT_PIECE: usize = 16;
 /// multilingual mix); beyond, its memory traffic grows faster than the text.
 const BACKTRACK_PIECE: usize = 4096;
 /// Merged pieces up to this many bytes are cached.
-const CACHED_PIECE: usize = 256;
+pub(crate) const CACHED_PIECE: usize = 256;
 
 pub(super) const NO_RANK: u32 = u32::MAX;
 
@@ -118,12 +118,12 @@ const CACHE_KEY_BYTES: usize = 4 << 20;
 
 impl PieceCache {
     #[inline]
-    fn hash(&self, piece: &[u8]) -> u64 {
+    pub(crate) fn hash(&self, piece: &[u8]) -> u64 {
         self.hasher.hash_one(piece)
     }
 
     #[inline]
-    fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
+    pub(crate) fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
         self.table
             .find(hash, |e| {
                 e.hash == hash
@@ -132,13 +132,13 @@ impl PieceCache {
             .map(|e| &self.ids[e.ids_start as usize..(e.ids_start + e.ids_len) as usize])
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.table.clear();
         self.keys.clear();
         self.ids.clear();
     }
 
-    fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
+    pub(crate) fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
         if self.keys.len() + piece.len() > CACHE_KEY_BYTES {
             self.clear();
         }

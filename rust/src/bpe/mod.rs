@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 pub(crate) use encoder::EncodeState;
+pub(crate) use encoder::{PieceCache, CACHED_PIECE};
 pub use trainer::{train, TrainerSettings};
 
 use crate::error::{Error, Result};
@@ -63,7 +64,7 @@ pub struct BpeModel {
 /// Source of `BpeModel::instance`.
 static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
-fn new_instance() -> u64 {
+pub(crate) fn new_instance() -> u64 {
     INSTANCES.fetch_add(1, Ordering::Relaxed)
 }
 

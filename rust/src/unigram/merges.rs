@@ -25,13 +25,13 @@
 //! whole text at once: which pair an unused piece splits into is the last
 //! one formed anywhere in the text.
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use aho_corasick::{AhoCorasick, Anchored, Input, MatchKind, StartKind};
 use rustc_hash::FxHashMap;
 
-use super::{Piece, PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
+use super::{parse_byte_piece, Piece, PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
+use crate::bpe::{new_instance, PieceCache, CACHED_PIECE};
 use crate::error::{Error, Result};
 use crate::model::SAME_SPAN;
 
@@ -59,20 +59,35 @@ enum WordCuts {
 }
 
 /// What the BPE segmentation needs beyond the model's pieces.
+///
+/// Merges are looked up by the ids of the two symbols rather than by their
+/// text: a symbol is a mergeable piece (its id) or a single character,
+/// whose id is its piece's if it is one, else a number past the pieces
+/// given to each character that some piece holds (a character in no piece
+/// never merges). Each mergeable piece is entered under every split into
+/// two such symbols, so a pair merges exactly when its text is a piece.
 pub(super) struct Merges {
-    /// The pieces a merge may make (normal, user-defined, unused): id and
-    /// score.
-    mergeable: FxHashMap<Box<str>, (u32, f32)>,
+    /// (left symbol << 32 | right symbol) → the piece they make, and its
+    /// score (`sortable_score`).
+    pairs: FxHashMap<u64, (u32, u32)>,
+    /// The symbol id of each character that some mergeable piece holds.
+    char_ids: FxHashMap<char, u32>,
+    /// The same for ASCII, by byte (`NONE`: no piece holds it).
+    ascii_ids: [u32; 128],
+    /// The pieces a merge may make (normal, user-defined, unused), by text.
+    mergeable: FxHashMap<Box<str>, u32>,
     /// Finds the user-defined piece a symbol starts with (anchored,
     /// longest), when the model has any.
     user_defined: Option<AhoCorasick>,
     cuts: WordCuts,
     has_unused: bool,
+    /// Unique per model: tells the per-thread caches apart.
+    instance: u64,
 }
 
 impl Merges {
     pub(super) fn new(pieces: &[Piece], as_suffix: bool) -> Result<Self> {
-        let mut mergeable = FxHashMap::default();
+        let mut mergeable: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let mut user_defined = Vec::new();
         let mut has_unused = false;
         let (mut space_after_other, mut other_after_space) = (false, false);
@@ -83,7 +98,7 @@ impl Merges {
                 PieceKind::Unused => has_unused = true,
                 PieceKind::Unknown | PieceKind::Control | PieceKind::Byte => continue,
             }
-            mergeable.insert(piece.text.as_str().into(), (id as u32, piece.score));
+            mergeable.insert(piece.text.as_str().into(), id as u32);
             let mut prev_space = None;
             for c in piece.text.chars() {
                 let space = c == SPACE_SYMBOL;
@@ -94,6 +109,47 @@ impl Merges {
                 }
                 prev_space = Some(space);
             }
+        }
+        // Symbol ids of single characters.
+        let mut char_ids = FxHashMap::default();
+        let mut next_id = pieces.len() as u32;
+        for text in mergeable.keys() {
+            for c in text.chars() {
+                if !char_ids.contains_key(&c) {
+                    let own = mergeable.get(c.encode_utf8(&mut [0; 4]) as &str).copied();
+                    char_ids.insert(
+                        c,
+                        own.unwrap_or_else(|| {
+                            next_id += 1;
+                            next_id - 1
+                        }),
+                    );
+                }
+            }
+        }
+        let symbol_id = |text: &str| -> Option<u32> {
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => char_ids.get(&c).copied(),
+                _ => mergeable.get(text).copied(),
+            }
+        };
+        let mut pairs = FxHashMap::default();
+        for (text, &id) in &mergeable {
+            for (split, _) in text.char_indices().skip(1) {
+                if let (Some(left), Some(right)) =
+                    (symbol_id(&text[..split]), symbol_id(&text[split..]))
+                {
+                    pairs.insert(
+                        pair_key(left, right),
+                        (id, sortable_score(pieces[id as usize].score)),
+                    );
+                }
+            }
+        }
+        let mut ascii_ids = [NONE; 128];
+        for (b, slot) in ascii_ids.iter_mut().enumerate() {
+            *slot = char_ids.get(&(b as u8 as char)).copied().unwrap_or(NONE);
         }
         let cuts = match (as_suffix, space_after_other, other_after_space) {
             (false, false, _) => WordCuts::BeforeSpace,
@@ -112,65 +168,84 @@ impl Merges {
             )
         };
         Ok(Merges {
+            pairs,
+            char_ids,
+            ascii_ids,
             mergeable,
             user_defined,
             cuts,
             has_unused,
+            instance: new_instance(),
         })
+    }
+
+    /// The symbol id of the character `c` (`NONE` if no piece holds it).
+    #[inline]
+    fn char_id(&self, c: &str) -> u32 {
+        match c.as_bytes() {
+            [b] if *b < 128 => self.ascii_ids[*b as usize],
+            _ => {
+                let c = c.chars().next().expect("one character");
+                self.char_ids.get(&c).copied().unwrap_or(NONE)
+            }
+        }
     }
 }
 
-/// A symbol: a span of the word, with its neighbours (`NONE` at the ends).
+#[inline]
+fn pair_key(left: u32, right: u32) -> u64 {
+    (left as u64) << 32 | right as u64
+}
+
+/// A symbol: a span of the word, its symbol id (`NONE`: never merges),
+/// and its neighbours (`NONE` at the ends).
 #[derive(Clone, Copy)]
 struct Symbol {
     start: u32,
     end: u32,
+    id: u32,
     prev: u32,
     next: u32,
-    frozen: bool,
 }
 
 const NONE: u32 = u32::MAX;
 
-/// A candidate merge: `left` and the symbol after it, spelling a piece of
-/// `score` that is `len` bytes long (stale once either has changed).
-struct Candidate {
-    score: f32,
-    left: u32,
-    right: u32,
-    len: u32,
+/// A candidate merge as one number, the best the largest: the score of
+/// the piece it makes (`sortable_score`) above the complement of its left
+/// symbol's index, so that among equal scores the leftmost wins.
+///
+/// Entries are not invalidated when their symbols change: a popped entry
+/// is taken only if the pair now at its left symbol makes a piece of its
+/// score. That is SentencePiece's choice: every current pair has its own
+/// entry, so the largest entry that passes is the largest current pair's,
+/// and an entry that passes for a pair it was not made for has that pair's
+/// very key.
+#[inline]
+fn candidate(score: u32, left: u32) -> u64 {
+    (score as u64) << 32 | (u32::MAX - left) as u64
 }
 
-impl Ord for Candidate {
-    /// The best first: the highest score, then the leftmost (scores are
-    /// finite; `0.0` and `-0.0` tie, as they do in SentencePiece).
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .partial_cmp(&other.score)
-            .unwrap_or(Ordering::Equal)
-            .then(other.left.cmp(&self.left))
+/// A score as a number that orders as the score does (`-0.0` ties with
+/// `0.0`, as in SentencePiece's comparison).
+fn sortable_score(score: f32) -> u32 {
+    let bits = if score == 0.0 { 0 } else { score.to_bits() };
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
     }
 }
 
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Candidate {}
-
-/// The buffers of one thread's words, reused between calls.
+/// What a thread keeps between words and calls: the merge buffers and a
+/// cache of encoded words (those without the unknown piece, whose runs
+/// join across words), for one model at a time.
 #[derive(Default)]
 struct Buffers {
     symbols: Vec<Symbol>,
-    heap: BinaryHeap<Candidate>,
+    heap: BinaryHeap<u64>,
+    /// `Merges::instance` of the model the cache belongs to.
+    model: u64,
+    cache: PieceCache,
 }
 
 thread_local! {
@@ -213,6 +288,10 @@ impl UnigramModel {
             if merges.has_unused || merges.cuts == WordCuts::None {
                 return self.encode_word(merges, piece, buffers, &mut out);
             }
+            if buffers.model != merges.instance {
+                buffers.model = merges.instance;
+                buffers.cache.clear();
+            }
             let bytes = piece.as_bytes();
             let space_len = SPACE_SYMBOL.len_utf8();
             let mut word_start = 0;
@@ -231,13 +310,35 @@ impl UnigramModel {
                 };
                 if let Some(cut) = cut {
                     if cut > word_start {
-                        self.encode_word(merges, &piece[word_start..cut], buffers, &mut out);
+                        self.encode_cached(merges, &piece[word_start..cut], buffers, &mut out);
                         word_start = cut;
                     }
                 }
             }
-            self.encode_word(merges, &piece[word_start..], buffers, &mut out);
+            self.encode_cached(merges, &piece[word_start..], buffers, &mut out);
         })
+    }
+
+    /// Appends a word's tokens from the cache, or merges it and caches it.
+    fn encode_cached(&self, merges: &Merges, word: &str, buffers: &mut Buffers, out: &mut Output) {
+        if word.len() > CACHED_PIECE {
+            return self.encode_word(merges, word, buffers, out);
+        }
+        let hash = buffers.cache.hash(word.as_bytes());
+        if let Some(ids) = buffers.cache.get(word.as_bytes(), hash) {
+            out.ids.extend_from_slice(ids);
+            if let Some(ends) = out.ends.as_deref_mut() {
+                push_ends(self, ids, &mut out.at, ends);
+            }
+            out.after_unknown = false;
+            return;
+        }
+        let first = out.ids.len();
+        self.encode_word(merges, word, buffers, out);
+        let ids = &out.ids[first..];
+        if !ids.contains(&self.unk) {
+            buffers.cache.insert(word.as_bytes(), hash, ids);
+        }
     }
 
     /// Merges one word's symbols and appends its tokens.
@@ -245,7 +346,7 @@ impl UnigramModel {
         if word.is_empty() {
             return;
         }
-        let Buffers { symbols, heap } = buffers;
+        let Buffers { symbols, heap, .. } = buffers;
         symbols.clear();
         heap.clear();
         let mut start = 0;
@@ -255,44 +356,43 @@ impl UnigramModel {
                     .find(Input::new(&word[start..]).anchored(Anchored::Yes))
                     .map(|m| m.end())
             });
-            let len = user_defined.unwrap_or_else(|| char_len(word.as_bytes()[start]));
+            let (len, id) = match user_defined {
+                // Frozen: never merges.
+                Some(len) => (len, NONE),
+                None => {
+                    let len = char_len(word.as_bytes()[start]);
+                    (len, merges.char_id(&word[start..start + len]))
+                }
+            };
             let index = symbols.len() as u32;
             symbols.push(Symbol {
                 start: start as u32,
                 end: (start + len) as u32,
+                id,
                 prev: if index == 0 { NONE } else { index - 1 },
                 next: if start + len < word.len() {
                     index + 1
                 } else {
                     NONE
                 },
-                frozen: user_defined.is_some(),
             });
             start += len;
         }
-        // The pair an unused piece was last made of, for splitting it back.
-        let mut unmerged: FxHashMap<&str, (&str, &str)> = FxHashMap::default();
-        let mut consider = |symbols: &[Symbol], heap: &mut BinaryHeap<Candidate>, left: u32| {
-            let Some(l) = symbols.get(left as usize) else {
-                return;
-            };
+        // The byte length of the left half of an unused piece as last made,
+        // for splitting it back.
+        let mut unmerged: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut consider = |symbols: &[Symbol], heap: &mut BinaryHeap<u64>, left: u32| {
+            let l = symbols[left as usize];
             let Some(r) = symbols.get(l.next as usize) else {
                 return;
             };
-            if l.frozen || r.frozen {
+            if l.id == NONE || r.id == NONE {
                 return;
             }
-            let text = &word[l.start as usize..r.end as usize];
-            if let Some(&(id, score)) = merges.mergeable.get(text) {
-                heap.push(Candidate {
-                    score,
-                    left,
-                    right: l.next,
-                    len: r.end - l.start,
-                });
+            if let Some(&(id, score)) = merges.pairs.get(&pair_key(l.id, r.id)) {
+                heap.push(candidate(score, left));
                 if merges.has_unused && self.pieces[id as usize].kind == PieceKind::Unused {
-                    let middle = (l.end - l.start) as usize;
-                    unmerged.insert(text, (&text[..middle], &text[middle..]));
+                    unmerged.insert(id, l.end - l.start);
                 }
             }
         };
@@ -300,33 +400,52 @@ impl UnigramModel {
             consider(symbols, heap, left);
         }
         while let Some(top) = heap.pop() {
-            let (l, r) = (symbols[top.left as usize], symbols[top.right as usize]);
-            // Stale: either side merged away or grown since.
-            if l.start == l.end
-                || r.start == r.end
-                || r.end - l.start != top.len
-                || l.next != top.right
-            {
+            let left = u32::MAX - top as u32;
+            let l = symbols[left as usize];
+            // Merged into the symbol before it since.
+            if l.start == l.end {
                 continue;
             }
-            symbols[top.left as usize].end = r.end;
-            symbols[top.left as usize].next = r.next;
-            if r.next != NONE {
-                symbols[r.next as usize].prev = top.left;
+            let Some(&r) = symbols.get(l.next as usize) else {
+                continue;
+            };
+            if l.id == NONE || r.id == NONE {
+                continue;
             }
-            symbols[top.right as usize].end = r.start;
-            let prev = symbols[top.left as usize].prev;
+            let Some(&(id, score)) = merges.pairs.get(&pair_key(l.id, r.id)) else {
+                continue;
+            };
+            if score != (top >> 32) as u32 {
+                continue;
+            }
+            let right = l.next;
+            let merged = &mut symbols[left as usize];
+            merged.end = r.end;
+            merged.next = r.next;
+            merged.id = id;
+            let prev = merged.prev;
+            if r.next != NONE {
+                symbols[r.next as usize].prev = left;
+            }
+            symbols[right as usize].end = r.start;
             if prev != NONE {
                 consider(symbols, heap, prev);
             }
-            consider(symbols, heap, top.left);
+            consider(symbols, heap, left);
         }
         let mut index = 0;
         while index != NONE {
             let s = symbols[index as usize];
+            let text = &word[s.start as usize..s.end as usize];
+            // A frozen symbol is a user-defined piece, found by its text.
+            let id = if s.id == NONE {
+                merges.mergeable.get(text).copied()
+            } else {
+                Some(s.id)
+            };
             self.push_symbol(
-                merges,
-                &word[s.start as usize..s.end as usize],
+                text,
+                id.filter(|&id| (id as usize) < self.pieces.len()),
                 &unmerged,
                 out,
             );
@@ -334,20 +453,23 @@ impl UnigramModel {
         }
     }
 
-    /// Appends the token(s) of one merged symbol: its piece, an unused
-    /// piece's halves, or the unknown piece or bytes.
+    /// Appends the token(s) of one merged symbol: its piece (`id`), an
+    /// unused piece's halves, or, for a character that is no piece, the
+    /// unknown piece or its bytes.
     fn push_symbol(
         &self,
-        merges: &Merges,
         text: &str,
-        unmerged: &FxHashMap<&str, (&str, &str)>,
+        id: Option<u32>,
+        unmerged: &FxHashMap<u32, u32>,
         out: &mut Output,
     ) {
         let len = text.len() as u32;
-        if let Some(&(id, _)) = merges.mergeable.get(text) {
-            if let Some(&(left, right)) = unmerged.get(text) {
-                self.push_symbol(merges, left, unmerged, out);
-                return self.push_symbol(merges, right, unmerged, out);
+        if let Some(id) = id {
+            if let Some(&left) = unmerged.get(&id) {
+                let (left, right) = text.split_at(left as usize);
+                let piece = |text: &str| self.piece_id(text).filter(|&id| self.is_mergeable(id));
+                self.push_symbol(left, piece(left), unmerged, out);
+                return self.push_symbol(right, piece(right), unmerged, out);
             }
             out.ids.push(id);
             out.at += len;
@@ -382,6 +504,13 @@ impl UnigramModel {
         }
     }
 
+    fn is_mergeable(&self, id: u32) -> bool {
+        matches!(
+            self.pieces[id as usize].kind,
+            PieceKind::Normal | PieceKind::UserDefined | PieceKind::Unused
+        )
+    }
+
     /// The error of the Unigram-only features on a BPE model.
     pub(super) fn unigram_only(&self, what: &str) -> Result<()> {
         match self.merges {
@@ -389,6 +518,26 @@ impl UnigramModel {
             Some(_) => Err(Error::invalid(format!(
                 "{what} needs a Unigram model; this SentencePiece model is BPE"
             ))),
+        }
+    }
+}
+
+/// Appends the ends of a cached word's tokens: a piece covers its text,
+/// the byte pieces of a character each cover the character.
+fn push_ends(model: &UnigramModel, ids: &[u32], at: &mut u32, ends: &mut Vec<u32>) {
+    for &id in ids {
+        let piece = &model.pieces[id as usize];
+        if piece.kind != PieceKind::Byte {
+            *at += piece.text.len() as u32;
+            ends.push(*at);
+            continue;
+        }
+        let byte = parse_byte_piece(&piece.text).expect("checked at load");
+        if byte & 0xC0 == 0x80 {
+            ends.push(*at | SAME_SPAN);
+        } else {
+            *at += char_len(byte) as u32;
+            ends.push(*at);
         }
     }
 }
