@@ -115,16 +115,13 @@ impl Merges {
         let mut next_id = pieces.len() as u32;
         for text in mergeable.keys() {
             for c in text.chars() {
-                if !char_ids.contains_key(&c) {
+                char_ids.entry(c).or_insert_with(|| {
                     let own = mergeable.get(c.encode_utf8(&mut [0; 4]) as &str).copied();
-                    char_ids.insert(
-                        c,
-                        own.unwrap_or_else(|| {
-                            next_id += 1;
-                            next_id - 1
-                        }),
-                    );
-                }
+                    own.unwrap_or_else(|| {
+                        next_id += 1;
+                        next_id - 1
+                    })
+                });
             }
         }
         let symbol_id = |text: &str| -> Option<u32> {
