@@ -550,3 +550,91 @@ fn char_len(first: u8) -> usize {
         _ => 4,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::unigram::Whitespace;
+
+    fn model(pieces: &[(&str, f32, PieceKind)], byte_fallback: bool) -> UnigramModel {
+        let mut all = vec![Piece {
+            text: "<unk>".into(),
+            score: 0.0,
+            kind: PieceKind::Unknown,
+        }];
+        all.extend(pieces.iter().map(|&(text, score, kind)| Piece {
+            text: text.into(),
+            score,
+            kind,
+        }));
+        if byte_fallback {
+            all.extend((0..=255u8).map(|b| Piece {
+                text: format!("<0x{b:02X}>"),
+                score: 0.0,
+                kind: PieceKind::Byte,
+            }));
+        }
+        UnigramModel::new(all, byte_fallback, Whitespace::default())
+            .unwrap()
+            .with_segmentation(Segmentation::Bpe)
+            .unwrap()
+    }
+
+    fn encode(m: &UnigramModel, piece: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        m.encode_piece(piece, &mut ids, None);
+        ids
+    }
+
+    #[test]
+    fn scores_order_as_numbers() {
+        let scores = [f32::MIN, -3.5, -1.0, -0.0, 0.0, 1e-30, 2.0, f32::MAX];
+        for pair in scores.windows(2) {
+            assert!(
+                sortable_score(pair[0]) <= sortable_score(pair[1]),
+                "{pair:?}"
+            );
+        }
+        assert_eq!(sortable_score(-0.0), sortable_score(0.0));
+    }
+
+    #[test]
+    fn best_score_first_then_leftmost() {
+        use PieceKind::Normal;
+        let m = model(
+            &[
+                ("a", -9.0, Normal),
+                ("b", -9.0, Normal),
+                ("ab", -2.0, Normal),
+                ("ba", -1.0, Normal),
+            ],
+            false,
+        );
+        // "aba": ba (-1) beats ab (-2).
+        assert_eq!(encode(&m, "aba"), [1, 4]);
+        // "abab": ba (in the middle) is the best pair: a ba b.
+        assert_eq!(encode(&m, "abab"), [1, 4, 2]);
+        // Equal scores: the leftmost merges first.
+        let tie = model(&[("a", -9.0, Normal), ("aa", -1.0, Normal)], false);
+        assert_eq!(encode(&tie, "aaa"), [2, 1]);
+    }
+
+    #[test]
+    fn unknown_runs_bytes_and_unused_pieces() {
+        use PieceKind::{Normal, Unused};
+        let m = model(
+            &[
+                ("a", -9.0, Normal),
+                ("b", -9.0, Normal),
+                ("ab", -1.0, Unused),
+            ],
+            false,
+        );
+        // An unused piece splits back; unknown characters make one <unk>.
+        assert_eq!(encode(&m, "abxyb"), [1, 2, 0, 2]);
+        let bytes = model(&[("a", -9.0, Normal)], true);
+        let ids = encode(&bytes, "aé");
+        assert_eq!(ids.len(), 3);
+        assert_eq!(bytes.decode(&ids).unwrap(), "aé");
+    }
+}
