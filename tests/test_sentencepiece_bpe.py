@@ -208,3 +208,13 @@ def test_word_and_character_models_are_refused(tmp_path):
         )
         with pytest.raises(polytok.TokenizerFileError, match=f"{kind}.model.*(word|character) model, which polytok does not support"):
             polytok.load(prefix + ".model")
+
+
+def test_not_written_as_tokenizer_json_yet(tmp_path):
+    """Hugging Face's BPE merges by pair ranks, not piece scores: until a
+    translation is proven, the export says so instead of writing another
+    tokenizer."""
+    ours, _ = _loaded(mistral("tokenizer.model.v1"))
+    with pytest.raises(ValueError, match="SentencePiece BPE model is not written as Hugging Face's yet"):
+        ours.save(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()

@@ -43,7 +43,7 @@ use crate::text::bert::BertNormalizer;
 use crate::text::pattern::Pattern;
 use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
 use crate::tokenizer::PipelineSpec;
-use crate::unigram::{parse_byte_piece, Piece, PieceKind, UnigramModel, Whitespace};
+use crate::unigram::{parse_byte_piece, Piece, PieceKind, Segmentation, UnigramModel, Whitespace};
 use crate::vocab::SpecialStrip;
 use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
@@ -83,6 +83,14 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
             (pre_tokenizer, json, Vec::new())
         }
         Model::WordPiece(m) => (pre_tokenizer, export_wordpiece(m), Vec::new()),
+        Model::Unigram(m) if m.segmentation() == Segmentation::Bpe => {
+            // Hugging Face's BPE merges by pair ranks, SentencePiece's by
+            // piece scores (the leftmost among equal ones): not the same
+            // choice on every text.
+            return Err(cannot(
+                "a SentencePiece BPE model is not written as Hugging Face's yet".to_owned(),
+            ));
+        }
         Model::Unigram(m) => {
             let (json, control) = export_unigram(m).map_err(cannot)?;
             (pre_tokenizer, json, control)
