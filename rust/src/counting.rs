@@ -35,9 +35,9 @@ impl PieceCounts {
     /// Adds counts together on all cores. Adding maps one into another
     /// takes one thread, so the pieces of each count are dealt into shards
     /// by hash, each shard is added up on its own, and the shards are joined
-    /// into one map. (Two counts, as one or two threads leave, add faster one
-    /// into the other.)
-    pub fn merge_all(mut parts: Vec<PieceCounts>) -> PieceCounts {
+    /// into one map. (Two counts, all that one or two threads leave, add
+    /// faster one into the other.)
+    fn merge_all(mut parts: Vec<PieceCounts>) -> PieceCounts {
         if parts.len() <= 2 {
             let mut total = parts.pop().unwrap_or_default();
             if let Some(other) = parts.pop() {
