@@ -302,7 +302,7 @@ fn sorted_suffixes(text: &WordText, depth: usize, cancelled: &AtomicBool) -> Vec
     // Bucket order is character order: no suffix starts with END, the only
     // character `compare_prefixes` moves.
     let mut firsts: Vec<u32> = unit_firsts.iter().flat_map(|c| c.keys().copied()).collect();
-    firsts.par_sort_unstable();
+    firsts.sort_unstable();
     firsts.dedup();
     let bucket_of: FxHashMap<u32, usize> =
         firsts.iter().enumerate().map(|(b, &c)| (c, b)).collect();

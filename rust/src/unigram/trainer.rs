@@ -123,9 +123,9 @@ pub fn train(
     if counts.counts.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    let mut keyed: Vec<(u64, Vec<u8>, u64)> = counts
-        .counts
-        .into_iter()
+    let words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+    let mut keyed: Vec<(u64, Vec<u8>, u64)> = words
+        .into_par_iter()
         .map(|(word, count)| (prefix_key(&word), word, count))
         .collect();
     keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
