@@ -218,3 +218,17 @@ def test_not_written_as_tokenizer_json_yet(tmp_path):
     with pytest.raises(ValueError, match="SentencePiece BPE model is not written as Hugging Face's yet"):
         ours.save(tmp_path / "tokenizer.json")
     assert not (tmp_path / "tokenizer.json").exists()
+
+
+def test_cli_names_the_model():
+    from click.testing import CliRunner
+
+    from polytok.cli import main
+
+    path = mistral("tokenizer.model.v1")
+    result = CliRunner().invoke(main, ["info", path])
+    assert result.exit_code == 0 and "SentencePiece BPE" in result.output and "32000 pieces" in result.output
+    result = CliRunner().invoke(main, ["encode", "-t", path, "--nbest", "2", "hello"])
+    assert result.exit_code == 2 and "need a Unigram model" in result.output
+    result = CliRunner().invoke(main, ["encode", "-t", path, "Hello world"])
+    assert result.exit_code == 0 and result.output.split() == [str(i) for i in _loaded(path)[1].encode("Hello world")]

@@ -19,11 +19,12 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.pre_tokenizers import PRESETS
+from polytok.sentencepiece import SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 
 MODELS = ("bpe", "wordpiece", "unigram")
-Tokenizer = BPETokenizer | WordPieceTokenizer | UnigramTokenizer
+Tokenizer = BPETokenizer | WordPieceTokenizer | SentencePieceTokenizer
 
 
 @contextmanager
@@ -263,8 +264,8 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
                 summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
             ordinary = range(tokenizer.n_ordinary)
             length = lambda i: len(tokenizer.token_bytes(i))  # noqa: E731
-        elif isinstance(tokenizer, UnigramTokenizer):
-            summary.add_row("model", "Unigram (SentencePiece's model)")
+        elif isinstance(tokenizer, SentencePieceTokenizer):
+            summary.add_row("model", "Unigram (SentencePiece's model)" if isinstance(tokenizer, UnigramTokenizer) else "SentencePiece BPE")
             summary.add_row("vocabulary", f"{tokenizer.vocab_size} pieces")
             summary.add_row("unknown text", "UTF-8 byte pieces" if tokenizer.byte_fallback else "<unk>")
             ordinary = range(tokenizer.vocab_size)
@@ -273,7 +274,10 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
             # A composed tokenizer (a tokenizer.json whose steps are no
             # preset's): its model and steps.
             kinds = {"Bpe": "byte-level BPE", "WordPiece": "WordPiece", "Unigram": "Unigram (SentencePiece's model)"}
-            summary.add_row("model", kinds[type(tokenizer.model).__name__])
+            kind = kinds[type(tokenizer.model).__name__]
+            if getattr(tokenizer.model, "segmentation", None) == "bpe":
+                kind = "SentencePiece BPE"
+            summary.add_row("model", kind)
             summary.add_row("vocabulary", f"{tokenizer.vocab_size} ids")
             for step in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
                 component = getattr(tokenizer, step)
