@@ -155,27 +155,30 @@ class UnigramTokenizer(Preset):
     # -------------------------------------------------------------------- files
 
     def save_sentencepiece(self, path: PathLike) -> None:
-        """Save as a SentencePiece ``.model`` file (identity normalization),
-        atomically: ``sentencepiece`` loads it and encodes as polytok does."""
+        """Save as a SentencePiece ``.model`` file (with the normalization
+        rules the model was loaded with, else the identity), atomically:
+        ``sentencepiece`` loads it and encodes as polytok does."""
         atomic_write(path, self._core.to_sentencepiece())
 
     @classmethod
     def from_sentencepiece(cls, path: PathLike) -> UnigramTokenizer:
-        """Load a SentencePiece ``.model`` file of a Unigram model trained with
-        ``normalization_rule_name="identity"``, with whatever whitespace
-        settings (``add_dummy_prefix``, ``remove_extra_whitespaces``,
-        ``escape_whitespaces``, ``treat_whitespace_as_suffix``), byte
-        fallback and unknown surface: it encodes and decodes as
-        ``sentencepiece`` does.
+        """Load a SentencePiece ``.model`` file of a Unigram model, with
+        whatever normalization rules (``nmt_nfkc``, the default, ``nfkc``,
+        the case-folding ``_cf`` ones, custom rules; the pipeline starts
+        with :class:`polytok.normalizers.SentencePieceCharsmap`) and
+        whitespace settings (``add_dummy_prefix``,
+        ``remove_extra_whitespaces``, ``escape_whitespaces``,
+        ``treat_whitespace_as_suffix``), byte fallback and unknown surface:
+        it encodes and decodes as ``sentencepiece`` does.
 
         Raises :class:`polytok.TokenizerFileError` (a ``ValueError``) naming
         the file for what ``sentencepiece`` refuses (a damaged or truncated
         file, a second ``<unk>`` or none without byte fallback, empty,
         NUL-holding or repeated pieces, non-finite scores, byte pieces
-        without byte fallback or missing with it) and for what polytok would
-        encode or decode otherwise: other normalizations, a denormalizer,
-        other model types, and user-defined pieces with two spaces in a row
-        when extra spaces are removed."""
+        without byte fallback or missing with it, a damaged charsmap) and for
+        what polytok would encode or decode otherwise: a denormalizer, other
+        model types, and user-defined pieces with two spaces in a row when
+        extra spaces are removed."""
         with open(path, "rb") as f:
             data = f.read()
         return cls(_core.Unigram.from_sentencepiece(data, os.fspath(path)))
@@ -232,6 +235,12 @@ class UnigramTokenizer(Preset):
     def byte_fallback(self) -> bool:
         """Whether unknown characters become byte pieces."""
         return self._core.byte_fallback
+
+    @property
+    def normalization(self) -> str | None:
+        """The name of the model's normalization rules (``"nmt_nfkc"``,
+        ...; empty when its file names none), or ``None`` for the identity."""
+        return self._core.normalization
 
     def __repr__(self) -> str:
         return f"UnigramTokenizer(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"
