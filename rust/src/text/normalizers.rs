@@ -76,13 +76,10 @@
 //! puts around ideographs, `Replace` of an empty match) get the empty span
 //! at their place, and removed characters leave no trace; `Prepend`'s
 //! characters get the span of the first character, as in Hugging Face.
-//! Hugging Face's map differs in three places: it gives a merge the span of
-//! its first character only (NFC, `Precompiled`) or of its last
-//! (`Replace`), an inserted character the span of the character before it,
-//! and, in `Precompiled`, a replacement longer than what it replaces (`ﬁ` →
-//! `fi`, `…` → `...`) the span of the character before it, after which each
-//! following character takes the span of the one before it in the original
-//! text, until a replacement shorter than what it replaces catches up.
+//! Hugging Face's map differs in two places: it gives a merge the span of
+//! its first character only (NFC, a `Precompiled` rule that replaces
+//! several characters) or of its last (`Replace`), and an inserted
+//! character the span of the character before it.
 
 use std::ops::Range;
 
