@@ -51,6 +51,8 @@ struct Rules {
     replacements: String,
     /// Whether some rule starts with each byte.
     first_bytes: [bool; 256],
+    /// Whether some replacement holds two spaces in a row.
+    double_space: bool,
 }
 
 fn has_leaf(unit: u32) -> bool {
@@ -103,6 +105,10 @@ impl Charsmap {
             .map_err(|e| format!("the precompiled charsmap's replacements are not UTF-8: {e}"))?
             .to_owned();
         let last_nul = replacements.rfind('\0');
+        let bytes = replacements.as_bytes();
+        let nuls: Vec<usize> = memchr::memchr_iter(0, bytes).collect();
+        let double_spaces: Vec<usize> = memchr::memmem::find_iter(bytes, b"  ").collect();
+        let mut double_space = false;
         for (at, &unit) in units.iter().enumerate() {
             if is_value_unit(unit) || !has_leaf(unit) {
                 continue;
@@ -121,6 +127,10 @@ impl Charsmap {
                     replacements.len()
                 ));
             }
+            // The replacement runs from `start` to the next NUL.
+            let end = nuls[nuls.partition_point(|&nul| nul < start)];
+            let space = double_spaces.partition_point(|&ds| ds < start);
+            double_space |= double_spaces.get(space).is_some_and(|&ds| ds + 2 <= end);
         }
         let mut first_bytes = [false; 256];
         let root = offset(units[0]);
@@ -136,7 +146,14 @@ impl Charsmap {
             units,
             replacements,
             first_bytes,
+            double_space,
         })))
+    }
+
+    /// Whether some rule's replacement holds two spaces in a row (which
+    /// SentencePiece keeps when it removes extra spaces).
+    pub fn replaces_with_double_space(&self) -> bool {
+        self.0.double_space
     }
 
     /// The blob, as read.
@@ -290,6 +307,13 @@ pub(crate) mod tests {
         assert_eq!(map.longest_rule(""), None);
         assert!(map.starts_rule(b'a') && map.starts_rule(0xC3) && !map.starts_rule(b'b'));
         assert!(!map.starts_rule(0xA9), "a continuation byte starts no rule");
+        assert!(!map.replaces_with_double_space());
+        let mut spaced = small_map();
+        let yz = spaced.len() - 6;
+        spaced[yz..yz + 2].copy_from_slice(b"  ");
+        let spaced = Charsmap::new(spaced).unwrap();
+        assert_eq!(spaced.longest_rule("ab"), Some((2, "  ")));
+        assert!(spaced.replaces_with_double_space());
     }
 
     #[test]

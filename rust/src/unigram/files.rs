@@ -55,6 +55,27 @@ pub struct Normalization {
     pub precompiled_charsmap: Charsmap,
 }
 
+/// Refuses rules that polytok would apply otherwise than SentencePiece: a
+/// replacement with two spaces in a row, which SentencePiece keeps when it
+/// removes extra spaces (it trims only the spaces at the start of each
+/// replacement), where the pipeline's `RemoveExtraWhitespaces` would merge
+/// them.
+fn check_normalization(
+    normalization: Option<&Normalization>,
+    ws: Whitespace,
+) -> std::result::Result<(), String> {
+    match normalization {
+        Some(n) if ws.remove_extra && n.precompiled_charsmap.replaces_with_double_space() => {
+            Err(format!(
+                "its normalization rules ({}) replace some text with two spaces in a row, which \
+             SentencePiece keeps unmerged with remove_extra_whitespaces: not supported",
+                n.name
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UnigramFile {
@@ -218,6 +239,7 @@ impl UnigramModel {
             escape: normalizer.escape_whitespaces.unwrap_or(true),
             as_suffix: trainer.treat_whitespace_as_suffix.unwrap_or(false),
         };
+        check_normalization(normalization.as_ref(), whitespace).map_err(|e| damaged(source, e))?;
         let pieces = proto
             .pieces
             .into_iter()
@@ -277,7 +299,12 @@ impl UnigramModel {
                 unk_surface: Some(self.unk_surface.clone()),
             }),
             normalizer_spec: Some(NormalizerSpec {
-                name: Some(self.normalization.as_ref().map_or("identity", |n| &n.name).to_owned()),
+                name: Some(
+                    self.normalization
+                        .as_ref()
+                        .map_or("identity", |n| &n.name)
+                        .to_owned(),
+                ),
                 precompiled_charsmap: Some(
                     self.normalization
                         .as_ref()
@@ -342,6 +369,8 @@ impl UnigramModel {
             escape: file.whitespace.escape,
             as_suffix: file.whitespace.as_suffix,
         };
+        check_normalization(file.normalization.as_ref(), whitespace)
+            .map_err(|e| damaged(source, e))?;
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
             .map_err(|e| damaged(source, e))?
             .with_unk_surface(file.unk_surface)
