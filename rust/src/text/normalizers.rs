@@ -76,10 +76,13 @@
 //! puts around ideographs, `Replace` of an empty match) get the empty span
 //! at their place, and removed characters leave no trace; `Prepend`'s
 //! characters get the span of the first character, as in Hugging Face.
-//! Hugging Face's map differs in two places: it gives a merge the span of
-//! its first character only (NFC, a `Precompiled` rule that replaces
-//! several characters) or of its last (`Replace`), and an inserted
-//! character the span of the character before it.
+//! Hugging Face's map differs in three places: it gives a merge the span
+//! of its first character only (NFC, a `Precompiled` rule that replaces
+//! several characters) or of its last (`Replace`), an inserted character
+//! the span of the character before it, and, where a `Precompiled` rule
+//! removes characters at the start of the text (or after a rule that
+//! lengthened it), the following characters spans of earlier ones (`\x1fa`
+//! → `a`, spanning the removed `\x1f`).
 
 use std::ops::Range;
 
