@@ -956,32 +956,49 @@ fn remove_extra_spaces(text: &mut Normalized, trailing_metaspace: bool) {
 
 /// `SentencePieceCharsmap`: SentencePiece's walk (see the module doc).
 fn precompiled_longest(text: &mut Normalized, charsmap: &Charsmap, kept: &KeptPieces) {
-    // Where a kept piece or a rule may start; neither starts at a
-    // continuation byte, so a position found here is a character's.
-    let starts = |byte: u8| charsmap.starts_rule(byte) || kept.first_bytes[byte as usize];
-    let Some(first) = text.as_str().bytes().position(starts) else {
+    let Some(first) = next_longest_rule(text.as_str(), 0, charsmap, kept) else {
         return;
     };
     text.rebuild(|src, out| {
         let s = src.as_str();
-        let bytes = s.as_bytes();
-        let (mut copied, mut at) = (0, first);
-        while at < bytes.len() {
-            if !starts(bytes[at]) {
-                at += 1;
-            } else if let Some(length) = kept.longest_at(s, at) {
-                at += length;
-            } else if let Some((length, replacement)) = charsmap.longest_rule(&s[at..]) {
-                out.copy(src, copied..at);
-                out.push_str(replacement, src.original_span(at..at + length));
-                at += length;
-                copied = at;
-            } else {
-                at += 1;
-            }
+        let mut copied = 0;
+        let mut rule = Some(first);
+        while let Some((at, length, replacement)) = rule {
+            out.copy(src, copied..at);
+            out.push_str(replacement, src.original_span(at..at + length));
+            copied = at + length;
+            rule = next_longest_rule(s, copied, charsmap, kept);
         }
-        out.copy(src, copied..bytes.len());
+        out.copy(src, copied..s.len());
     });
+}
+
+/// The next rule SentencePiece applies in `text` from byte `from` on (a
+/// character), as its position, length and replacement: kept pieces are
+/// skipped whole, characters without a rule one by one.
+fn next_longest_rule<'a>(
+    text: &str,
+    from: usize,
+    charsmap: &'a Charsmap,
+    kept: &KeptPieces,
+) -> Option<(usize, usize, &'a str)> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        // Neither a rule nor a kept piece starts at a continuation byte, so
+        // `at` stays on characters.
+        if !charsmap.starts_rule(byte) && !kept.first_bytes[byte as usize] {
+            at += 1;
+        } else if let Some(length) = kept.longest_at(text, at) {
+            at += length;
+        } else if let Some((length, replacement)) = charsmap.longest_rule(&text[at..]) {
+            return Some((at, length, replacement));
+        } else {
+            at += 1;
+        }
+    }
+    None
 }
 
 /// Hugging Face's `Precompiled` (see the module doc).
