@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import polytok
 import polytok.normalizers as N
-from conftest import CORPORA
+from conftest import train_sentencepiece as train
 
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
@@ -33,19 +33,6 @@ USER_DEFINED = ["Ａ", "ﬁ", "...", "<sep>"]
 MODELS = [*RULES, "user_defined", "custom_rules"]
 
 
-def train(directory, name: str, **options) -> str:
-    prefix = str(directory / name)
-    spm.SentencePieceTrainer.train(
-        input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))),
-        model_prefix=prefix,
-        model_type="unigram",
-        vocab_size=4000,
-        minloglevel=2,
-        **options,
-    )
-    return prefix + ".model"
-
-
 def options(name: str, directory) -> dict:
     if name in RULES:
         return {"normalization_rule_name": name}
@@ -54,6 +41,12 @@ def options(name: str, directory) -> dict:
     tsv = directory / "rules.tsv"
     tsv.write_text(CUSTOM_RULES, encoding="utf-8")
     return {"normalization_rule_tsv": str(tsv)}
+
+
+@pytest.fixture(scope="module")
+def nmt_nfkc_model(tmp_path_factory) -> str:
+    """A model with SentencePiece's default rules."""
+    return train(tmp_path_factory.mktemp("nmt_nfkc"), "nmt_nfkc", normalization_rule_name="nmt_nfkc")
 
 
 @pytest.fixture(scope="module", params=MODELS)
@@ -219,13 +212,13 @@ def test_converted_tokenizer_json(rule, flores, tmp_path):
     assert equal > 0.95 * len(lines)
 
 
-def test_exported_model_loads_in_tokenizers(flores, tmp_path):
+def test_exported_model_loads_in_tokenizers(flores, nmt_nfkc_model):
     """polytok's export of a `.model` tokenizer writes the rules as
     `Precompiled` (as transformers' converters do): `tokenizers` encodes
     FLORES as polytok does but for near ties and the rare lines where Hugging
     Face's rules make other text than SentencePiece's (a grapheme of 6 bytes
     or more with a two-character rule inside: Indic two-part vowel signs)."""
-    ours = polytok.load(train(tmp_path, "nmt_nfkc", normalization_rule_name="nmt_nfkc"))
+    ours = polytok.load(nmt_nfkc_model)
     document = ours.to_tokenizer_json()
     assert json.loads(document)["normalizer"]["normalizers"][0]["type"] == "Precompiled"
     theirs = tokenizers.Tokenizer.from_str(document)
@@ -240,9 +233,8 @@ def test_exported_model_loads_in_tokenizers(flores, tmp_path):
     near_ties_only(ours, theirs, lines, [i for i in differing if i not in other_text])
 
 
-def test_hugging_face_and_sentencepiece_semantics_differ_where_documented(tmp_path):
-    model = train(tmp_path, "nmt_nfkc", normalization_rule_name="nmt_nfkc")
-    blob = charsmap_of(model)
+def test_hugging_face_and_sentencepiece_semantics_differ_where_documented(nmt_nfkc_charsmap):
+    blob = nmt_nfkc_charsmap
     theirs = tokenizers.normalizers.Precompiled(blob)
     hf = N.Precompiled(precompiled_charsmap=blob)
     sp = N.SentencePieceCharsmap(precompiled_charsmap=blob)
@@ -263,8 +255,8 @@ def test_hugging_face_and_sentencepiece_semantics_differ_where_documented(tmp_pa
 # ------------------------------------------------------------- bad files
 
 
-def test_damaged_charsmaps_are_named(tmp_path):
-    model = train(tmp_path, "nmt_nfkc", normalization_rule_name="nmt_nfkc")
+def test_damaged_charsmaps_are_named(nmt_nfkc_model, tmp_path):
+    model = nmt_nfkc_model
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(open(model, "rb").read())
     blob = proto.normalizer_spec.precompiled_charsmap
@@ -311,8 +303,8 @@ def test_rules_with_two_spaces_are_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def nmt_nfkc_charsmap(tmp_path_factory) -> bytes:
-    return charsmap_of(train(tmp_path_factory.mktemp("rules"), "nmt_nfkc", normalization_rule_name="nmt_nfkc"))
+def nmt_nfkc_charsmap(nmt_nfkc_model) -> bytes:
+    return charsmap_of(nmt_nfkc_model)
 
 
 def hf_char_offsets(normalizer, text: str) -> list[tuple[int, int]]:
