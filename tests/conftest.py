@@ -40,6 +40,23 @@ def flores() -> dict[str, list[str]]:
     return flores_languages()
 
 
+def train_sentencepiece(directory: Path, name: str, **options) -> str:
+    """A SentencePiece Unigram model of 4000 pieces trained on the shipped
+    corpora with ``options`` (``normalization_rule_name``, ...): the path of
+    its ``.model``."""
+    spm = pytest.importorskip("sentencepiece")
+    prefix = str(directory / name)
+    spm.SentencePieceTrainer.train(
+        input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))),
+        model_prefix=prefix,
+        model_type="unigram",
+        vocab_size=4000,
+        minloglevel=2,
+        **options,
+    )
+    return prefix + ".model"
+
+
 @pytest.fixture(scope="session")
 def tiktoken_cl100k():
     tiktoken = pytest.importorskip("tiktoken")

@@ -386,11 +386,12 @@ def test_inconsistent_models_refused(base_models, tmp_path, base, mutation, mess
 # Why polytok may refuse a file that sentencepiece loads: a number that is
 # no model or piece type (sentencepiece reads the default), a string that is
 # not UTF-8 or a field of the wrong wire type (protobuf's C++ parser keeps
-# them as unknown fields), one text as pieces of two kinds, compiled
-# normalization or denormalization rules, user-defined pieces with runs of
-# spaces that sentencepiece would keep.
+# them as unknown fields), one text as pieces of two kinds, a damaged
+# charsmap (which sentencepiece reads without a check), denormalization
+# rules, user-defined pieces with runs of spaces that sentencepiece would
+# keep.
 POLYTOK_ONLY_REFUSALS = re.compile(
-    "which polytok does not support \\(only Unigram and BPE\\)|has the unknown type|not a SentencePiece model: |are both|is not the identity"
+    "which polytok does not support \\(only Unigram and BPE\\)|has the unknown type|not a SentencePiece model: |are both|precompiled charsmap"
     "|denormalizes|two spaces in a row"
 )
 

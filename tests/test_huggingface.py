@@ -250,8 +250,8 @@ def test_unsupported_components_are_named_with_their_place(tmp_path, bert_docume
     def with_(**changes) -> str:
         return damaged(tmp_path, {**bert_document, **changes})
 
-    assert 'normalizer.normalizers[1]: the normalizer "Precompiled" is not supported' in with_(
-        normalizer={"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled", "precompiled_charsmap": ""}]}
+    assert 'normalizer.normalizers[1]: the normalizer "Nmt" is not supported' in with_(
+        normalizer={"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Nmt"}]}
     )
     assert 'pre_tokenizer: the pre-tokenizer "UnicodeScripts" is not supported' in with_(pre_tokenizer={"type": "UnicodeScripts"})
     assert 'decoder: the decoder "CTC" is not supported' in with_(decoder={"type": "CTC", "pad_token": "<pad>", "word_delimiter_token": "|", "cleanup": True})

@@ -230,6 +230,9 @@ class Unigram:
     def whitespace(self) -> dict[str, bool]:
         """SentencePiece's whitespace settings: ``remove_extra_whitespaces``, ``add_dummy_prefix``, ``escape_whitespaces``, ``treat_whitespace_as_suffix``."""
     @property
+    def normalization(self) -> str | None:
+        """The name of the model's normalization rules (SentencePiece's ``nmt_nfkc``, ...; empty when the file names none); ``None`` for the identity."""
+    @property
     def unk_id(self) -> int | None:
         """The unknown piece's id; ``None`` for a model without one (byte fallback covers every text)."""
 

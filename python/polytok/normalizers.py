@@ -15,6 +15,8 @@ make is the same as theirs, and they are saved in the same form):
 - :class:`Prepend`: a prefix before non-empty text;
 - :class:`BertNormalizer`: BERT's cleaning, CJK spacing, accent stripping
   and lowercasing;
+- :class:`Precompiled`: a SentencePiece model's compiled normalization
+  rules (its ``precompiled_charsmap``), applied as Hugging Face does;
 
 polytok's own:
 
@@ -25,6 +27,9 @@ polytok's own:
 - :class:`Whitespace`: strip, collapse and unify white space;
 - :class:`RemoveExtraWhitespaces`: SentencePiece's space clean-up;
 - :class:`RemoveControl`: drop control and format characters;
+- :class:`SentencePieceCharsmap`: a SentencePiece model's compiled rules,
+  applied as SentencePiece does (the first step of a ``.model``'s
+  pipeline);
 - :class:`Sequence`: several steps in order.
 
 Each step has ``normalize_str(text)``, the normalized text, and
@@ -41,6 +46,8 @@ place.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import Any
 
@@ -57,10 +64,12 @@ __all__ = [
     "NFKC",
     "NFKD",
     "Normalizer",
+    "Precompiled",
     "Prepend",
     "RemoveControl",
     "RemoveExtraWhitespaces",
     "Replace",
+    "SentencePieceCharsmap",
     "Sequence",
     "Strip",
     "StripAccents",
@@ -186,6 +195,77 @@ class BertNormalizer(Normalizer):
             check_bool("BertNormalizer", "strip_accents", strip_accents)
         self.strip_accents = strip_accents
         self.lowercase = check_bool("BertNormalizer", "lowercase", lowercase)
+
+
+class _Charsmap(Normalizer):
+    kind = "normalizer"  # not registered: the base of Precompiled and SentencePieceCharsmap
+    _fields: tuple[str, ...] = ("precompiled_charsmap",)
+    precompiled_charsmap: bytes
+
+    def _set_charsmap(self, precompiled_charsmap: bytes) -> None:
+        name = type(self).__name__
+        if not isinstance(precompiled_charsmap, (bytes, bytearray)):
+            raise TypeError(f"{name}: precompiled_charsmap must be bytes, not {type(precompiled_charsmap).__name__}")
+        self.precompiled_charsmap = bytes(precompiled_charsmap)
+
+    def _check(self) -> None:
+        # Checked now: a damaged charsmap raises ValueError naming the problem.
+        _core.normalize(json.dumps(self.to_dict()), "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as saved in tokenizer files, the charsmap in standard base64."""
+        out = super().to_dict()
+        out["precompiled_charsmap"] = base64.b64encode(self.precompiled_charsmap).decode("ascii")
+        return out
+
+    @classmethod
+    def _from_settings(cls, settings: dict[str, Any]) -> Normalizer:
+        encoded = settings.get("precompiled_charsmap")
+        if not isinstance(encoded, str):
+            raise ValueError(f"{cls.__name__}: precompiled_charsmap must be a base64 string, not {encoded!r}")
+        try:
+            blob = base64.b64decode(encoded, validate=True)
+        except binascii.Error as e:
+            raise ValueError(f"{cls.__name__}: precompiled_charsmap is not base64: {e}") from None
+        return cls(**{**settings, "precompiled_charsmap": blob})
+
+    def __repr__(self) -> str:
+        others = "".join(f", {f}={getattr(self, f)!r}" for f in self._fields[1:])
+        return f"{type(self).__name__}(precompiled_charsmap=<{len(self.precompiled_charsmap)} bytes>{others})"
+
+
+class Precompiled(_Charsmap):
+    """A SentencePiece model's compiled normalization rules (the
+    ``precompiled_charsmap`` of its ``.model``), applied as Hugging Face's
+    ``Precompiled`` does: the text is cut into grapheme clusters; a cluster
+    shorter than 6 bytes that some rule is a prefix of becomes the
+    replacement of the shortest such rule, whole; the characters of longer
+    clusters are looked up one by one. SentencePiece itself applies the
+    longest rule at each position (:class:`SentencePieceCharsmap`); the two
+    differ on rare text (a character with combining marks after it)."""
+
+    def __init__(self, *, precompiled_charsmap: bytes) -> None:
+        self._set_charsmap(precompiled_charsmap)
+        self._check()
+
+
+class SentencePieceCharsmap(_Charsmap):
+    """A SentencePiece model's compiled normalization rules, applied as
+    SentencePiece does: at each position, the longest of the ``kept`` texts
+    (the model's user-defined pieces) that starts there is kept as it is,
+    else the longest rule that starts there replaces what it matches, else a
+    character is copied. SentencePiece's whitespace handling is not part of
+    it (:class:`RemoveExtraWhitespaces` and the like follow it in a
+    ``.model``'s pipeline)."""
+
+    _fields = ("precompiled_charsmap", "kept")
+
+    def __init__(self, *, precompiled_charsmap: bytes, kept: list[str] | tuple[str, ...] = ()) -> None:
+        self._set_charsmap(precompiled_charsmap)
+        if isinstance(kept, str) or not isinstance(kept, (list, tuple)):
+            raise TypeError(f"SentencePieceCharsmap: kept must be a list of str, not {type(kept).__name__}")
+        self.kept = [check_str("SentencePieceCharsmap", f"kept[{i}]", piece) for i, piece in enumerate(kept)]
+        self._check()
 
 
 class _Widths(Normalizer):

@@ -38,16 +38,19 @@ class SentencePieceTokenizer(Preset):
     # -------------------------------------------------------------------- files
 
     def save_sentencepiece(self, path: PathLike) -> None:
-        """Save as a SentencePiece ``.model`` file (identity normalization),
-        atomically: ``sentencepiece`` loads it and encodes as polytok does."""
+        """Save as a SentencePiece ``.model`` file (with the normalization
+        rules the model was loaded with, else the identity), atomically:
+        ``sentencepiece`` loads it and encodes as polytok does."""
         atomic_write(path, self._core.to_sentencepiece())
 
     @classmethod
     def from_sentencepiece(cls, path: PathLike) -> SentencePieceTokenizer:
         """Load a SentencePiece ``.model`` file (a Unigram or a BPE model,
         which this class must hold unless it is
-        :class:`SentencePieceTokenizer` itself) trained with
-        ``normalization_rule_name="identity"``, with whatever whitespace
+        :class:`SentencePieceTokenizer` itself), with whatever normalization
+        rules (``nmt_nfkc``, the default, ``nfkc``, the case-folding ``_cf``
+        ones, custom rules; the pipeline starts with
+        :class:`polytok.normalizers.SentencePieceCharsmap`) and whitespace
         settings (``add_dummy_prefix``, ``remove_extra_whitespaces``,
         ``escape_whitespaces``, ``treat_whitespace_as_suffix``), byte
         fallback, user-defined pieces and unknown surface: it encodes and
@@ -57,8 +60,8 @@ class SentencePieceTokenizer(Preset):
         the file for what ``sentencepiece`` refuses (a damaged or truncated
         file, a second ``<unk>`` or none without byte fallback, empty,
         NUL-holding or repeated pieces, non-finite scores, byte pieces
-        without byte fallback or missing with it) and for what polytok would
-        encode or decode otherwise: other normalizations, a denormalizer,
+        without byte fallback or missing with it, a damaged charsmap) and
+        for what polytok would encode or decode otherwise: a denormalizer,
         word and character models, and user-defined pieces with two spaces
         in a row when extra spaces are removed."""
         source = os.fspath(path)
@@ -94,6 +97,12 @@ class SentencePieceTokenizer(Preset):
     def byte_fallback(self) -> bool:
         """Whether unknown characters become byte pieces."""
         return self._core.byte_fallback
+
+    @property
+    def normalization(self) -> str | None:
+        """The name of the model's normalization rules (``"nmt_nfkc"``,
+        ...; empty when its file names none), or ``None`` for the identity."""
+        return self._core.normalization
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, byte_fallback={self.byte_fallback})"

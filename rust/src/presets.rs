@@ -7,8 +7,10 @@
 //! - WordPiece: BERT's normalizer with the model's settings, BERT's
 //!   pre-tokenizer, `[CLS] A [SEP]` when the vocabulary has both tokens, the
 //!   special tokens it has, the `WordPiece` decoder;
-//! - Unigram: SentencePiece's whitespace handling after its identity
-//!   normalization, each step as the model's flags say:
+//! - Unigram: the model's normalization rules, if any, as SentencePiece
+//!   applies them (`SentencePieceCharsmap`, the model's user-defined pieces
+//!   kept unnormalized), then SentencePiece's whitespace handling, each
+//!   step as the model's flags say:
 //!   `RemoveExtraWhitespaces`, the dummy prefix as `Prepend(" ")` (always,
 //!   even before a `▁`, as SentencePiece does; not `Metaspace`'s prefix,
 //!   which a leading `▁` or space would suppress), then `Metaspace` (never
@@ -21,7 +23,7 @@ use crate::model::Model;
 use crate::processors::PostProcessor;
 use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
 use crate::tokenizer::PipelineSpec;
-use crate::unigram::Whitespace;
+use crate::unigram::{PieceKind, Whitespace};
 
 /// The pipeline of `model`'s preset.
 pub fn preset_spec(model: &Model) -> PipelineSpec {
@@ -81,7 +83,20 @@ pub fn preset_spec(model: &Model) -> PipelineSpec {
             }
         }
         Model::Unigram(m) => {
-            let (normalizer, pre_tokenizer) = sentencepiece_steps(m.whitespace());
+            let charsmap = m.normalization().map(|n| {
+                let kept: Vec<&str> = m
+                    .pieces()
+                    .iter()
+                    .filter(|p| p.kind == PieceKind::UserDefined)
+                    .map(|p| p.text.as_str())
+                    .collect();
+                json!({
+                    "type": "SentencePieceCharsmap",
+                    "precompiled_charsmap": n.precompiled_charsmap,
+                    "kept": kept,
+                })
+            });
+            let (normalizer, pre_tokenizer) = sentencepiece_steps(charsmap, m.whitespace());
             PipelineSpec {
                 normalizer,
                 pre_tokenizer,
@@ -91,12 +106,15 @@ pub fn preset_spec(model: &Model) -> PipelineSpec {
     }
 }
 
-/// SentencePiece's whitespace handling as a normalizer and a pre-tokenizer
-/// (see the module doc).
-fn sentencepiece_steps(ws: Whitespace) -> (Option<Value>, Option<PreTokenizerSpec>) {
+/// SentencePiece's normalization (`charsmap`, its step) and whitespace
+/// handling as a normalizer and a pre-tokenizer (see the module doc).
+fn sentencepiece_steps(
+    charsmap: Option<Value>,
+    ws: Whitespace,
+) -> (Option<Value>, Option<PreTokenizerSpec>) {
     let replace = |regex: &str, content: &str| json!({"type": "Replace", "pattern": {"Regex": regex}, "content": content});
     let suffix = ws.add_dummy_prefix && ws.as_suffix;
-    let mut steps = Vec::new();
+    let mut steps = Vec::from_iter(charsmap);
     if ws.remove_extra && suffix {
         // SentencePiece trims the end, then puts the suffix after any text
         // that was more than spaces ("▁" alone keeps one): one step does both.

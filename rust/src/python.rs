@@ -1019,6 +1019,14 @@ impl Unigram {
         Ok(dict)
     }
 
+    /// The name of the model's normalization rules (SentencePiece's
+    /// `nmt_nfkc`, ...; empty when the file names none); `None` for the
+    /// identity.
+    #[getter]
+    fn normalization(&self) -> Option<String> {
+        self.model.normalization().map(|n| n.name.clone())
+    }
+
     /// The unknown piece's id; `None` for a model without one (byte
     /// fallback covers every text).
     #[getter]

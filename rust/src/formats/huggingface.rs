@@ -23,6 +23,14 @@
 //!   the text as given).
 //! - SentencePiece's `remove_extra_whitespaces` (`RemoveExtraWhitespaces`)
 //!   is written as three regex `Replace` steps.
+//! - SentencePiece's normalization rules: `Precompiled` is read as polytok's
+//!   step of that name, which applies them as Hugging Face does (an empty
+//!   charsmap is refused, as `tokenizers` refuses it). A `.model`'s rules
+//!   (`SentencePieceCharsmap`) are written as `Precompiled`, as
+//!   `transformers`' converters do, though Hugging Face applies them
+//!   otherwise than SentencePiece: by grapheme cluster, the shortest rule
+//!   where SentencePiece takes the longest (see `text::normalizers`), so the
+//!   file may encode some rare texts otherwise than the `.model` did.
 //! - Unigram: piece kinds are not in the format: control pieces are written
 //!   as special added tokens (as `transformers`' converters do) and read
 //!   back as control pieces; `<0xNN>` pieces are bytes with byte fallback.
@@ -188,6 +196,14 @@ fn export_normalizer(step: &Value, place: &str) -> std::result::Result<Value, St
             json!({"type": "Sequence", "normalizers": [
                 replace("\\A +", ""), replace(trailing, ""), replace(" {2,}", " "),
             ]})
+        }
+        "SentencePieceCharsmap" => {
+            if step["kept"].as_array().is_some_and(|kept| !kept.is_empty()) {
+                return Err(format!(
+                    "{place}: SentencePieceCharsmap keeps pieces unnormalized, which Hugging Face's Precompiled cannot"
+                ));
+            }
+            json!({"type": "Precompiled", "precompiled_charsmap": step["precompiled_charsmap"]})
         }
         "HalfWidth" | "FullWidth" | "Whitespace" | "RemoveControl" => {
             return Err(format!(
@@ -649,7 +665,7 @@ impl Reader<'_> {
                 Ok(json!({"type": "Sequence", "normalizers": steps}))
             }
             "NFC" | "NFD" | "NFKC" | "NFKD" | "Lowercase" | "StripAccents" | "Strip"
-            | "Replace" | "Prepend" | "BertNormalizer" => {
+            | "Replace" | "Prepend" | "BertNormalizer" | "Precompiled" => {
                 crate::text::normalizers::Normalizer::from_value(value)
                     .map_err(|e| self.error(place, e))?;
                 Ok(value.clone())

@@ -7,6 +7,8 @@
 //!   cleaning, regular-expression replacement, each keeping that map;
 //! - [`pre_tokenizers`]: cutting normalized text into the pieces a model
 //!   encodes one by one (patterns, white space and punctuation, `▁`);
+//! - [`precompiled`]: SentencePiece's compiled normalization rules (the
+//!   charsmap of its `.model` files and of Hugging Face's `Precompiled`);
 //! - [`pattern`]: tiktoken's patterns (hand-written scanners) and regexes;
 //! - [`bert`]: BERT's normalization and word splitting, fast, for the
 //!   normalizer, the pre-tokenizer and the training counter;
@@ -21,6 +23,7 @@ pub mod bert;
 pub mod normalizers;
 pub mod pattern;
 pub mod pre_tokenizers;
+pub mod precompiled;
 pub mod sentencepiece;
 
 use std::ops::Range;

@@ -20,6 +20,13 @@
 //!   lowercase}`: BERT's normalization, exactly the text of
 //!   [`crate::text::bert::BertNormalizer`] (`strip_accents: null` follows
 //!   `lowercase`);
+//! - `Precompiled {precompiled_charsmap}`: a SentencePiece model's compiled
+//!   rules (the blob of [`crate::text::precompiled`], standard base64), as
+//!   Hugging Face applies them, which is not quite as SentencePiece does:
+//!   the text is cut into extended grapheme clusters; a cluster shorter
+//!   than 6 bytes that some rule is a prefix of becomes the replacement of
+//!   the shortest such rule, whole; the characters of any other cluster are
+//!   looked up one by one (a NUL ends a lookup);
 //!
 //! and polytok's own:
 //!
@@ -46,19 +53,38 @@
 //!   (general category Cc and Cf) except tab, line feed and carriage return,
 //!   and, with `keep_joiners`, the zero-width (non-)joiners U+200C and
 //!   U+200D (which spell words in Indic and Arabic scripts and join emoji);
+//! - `SentencePieceCharsmap {precompiled_charsmap, kept}`: a SentencePiece
+//!   model's normalization rules (see `Precompiled` for the map), as
+//!   SentencePiece applies them (`Normalizer::NormalizePrefix`): at each
+//!   position, the longest of the `kept` texts (the model's user-defined
+//!   pieces) that starts there is kept as it is; else the longest rule that
+//!   starts there replaces what it matches; else a character is copied.
+//!   SentencePiece's whitespace handling follows as steps of their own
+//!   (`RemoveExtraWhitespaces` and so on): it trims the spaces of each
+//!   replacement against what came before, which is the same as collapsing
+//!   runs of spaces afterwards as long as no replacement holds two spaces
+//!   in a row, and none of SentencePiece's own maps (`nmt_nfkc`, `nfkc`,
+//!   `nmt_nfkc_cf`, `nfkc_cf`) has one;
 //! - `Sequence {normalizers}`: the steps in order.
 //!
 //! The map: each output character carries the original span of the input
 //! character(s) it stands for: an expansion (`ﬁ` → `fi`, `é` → `e` + U+0301
 //! under NFD) gives each of its characters the whole span, a merge (NFC's
 //! `e` + U+0301 → `é`, a regex match replaced) the union of the spans.
+//! A rule's replacement (both charsmap steps) spans what the rule matched.
 //! Characters a step inserts without replacing anything (the spaces BERT
 //! puts around ideographs, `Replace` of an empty match) get the empty span
 //! at their place, and removed characters leave no trace; `Prepend`'s
 //! characters get the span of the first character, as in Hugging Face.
-//! Hugging Face's map differs in two places: it gives a merge the span of
-//! its first character only (NFC) or of its last (`Replace`), and an
-//! inserted character the span of the character before it.
+//! Hugging Face's map differs in three places: it gives a merge the span
+//! of its first character only (NFC, a `Precompiled` rule that replaces
+//! several characters) or of its last (`Replace`), an inserted character
+//! the span of the character before it, and, where a `Precompiled` rule
+//! removes characters at the start of the text (or after a rule that
+//! lengthened it), the following characters spans of earlier ones (`\x1fa`
+//! → `a`, spanning the removed `\x1f`).
+
+use std::ops::Range;
 
 use fancy_regex::Regex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -69,6 +95,7 @@ use unicode_normalization_alignments::{
 };
 
 use super::bert::{self as bert_text, AsciiClass, ASCII_CLASS};
+use super::precompiled::Charsmap;
 use super::{find_double_space, Builder, CharIndex, Normalized, Span};
 use crate::error::{Error, Result};
 
@@ -103,6 +130,9 @@ pub enum Normalizer {
         strip_accents: Option<bool>,
         lowercase: bool,
     },
+    Precompiled {
+        precompiled_charsmap: Charsmap,
+    },
     HalfWidth {
         ascii: bool,
         katakana: bool,
@@ -122,13 +152,18 @@ pub enum Normalizer {
     RemoveControl {
         keep_joiners: bool,
     },
+    SentencePieceCharsmap {
+        precompiled_charsmap: Charsmap,
+        #[serde(default)]
+        kept: KeptPieces,
+    },
     Sequence {
         normalizers: Vec<Normalizer>,
     },
 }
 
 /// The `"type"` of each step, for error messages.
-pub const NORMALIZER_TYPES: [&str; 16] = [
+pub const NORMALIZER_TYPES: [&str; 18] = [
     "NFC",
     "NFD",
     "NFKC",
@@ -139,11 +174,13 @@ pub const NORMALIZER_TYPES: [&str; 16] = [
     "Replace",
     "Prepend",
     "BertNormalizer",
+    "Precompiled",
     "HalfWidth",
     "FullWidth",
     "Whitespace",
     "RemoveExtraWhitespaces",
     "RemoveControl",
+    "SentencePieceCharsmap",
     "Sequence",
 ];
 
@@ -201,6 +238,79 @@ impl<'de> Deserialize<'de> for ReplacePattern {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let source = PatternSource::deserialize(deserializer)?;
         ReplacePattern::new(source).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The texts that `SentencePieceCharsmap` keeps unnormalized (a model's
+/// user-defined pieces), saved as a list, with a matcher of the longest one
+/// at a position.
+#[derive(Clone, Debug)]
+pub struct KeptPieces {
+    pieces: Vec<String>,
+    /// `None` when there are no pieces.
+    matcher: Option<aho_corasick::AhoCorasick>,
+    first_bytes: [bool; 256],
+}
+
+impl KeptPieces {
+    pub fn new(pieces: Vec<String>) -> Result<Self> {
+        let mut first_bytes = [false; 256];
+        for piece in &pieces {
+            match piece.as_bytes().first() {
+                Some(&byte) => first_bytes[byte as usize] = true,
+                None => return Err(Error::invalid("a kept piece is empty")),
+            }
+        }
+        let matcher = if pieces.is_empty() {
+            None
+        } else {
+            let matcher = aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .start_kind(aho_corasick::StartKind::Anchored)
+                .build(&pieces)
+                .map_err(|e| Error::invalid(format!("kept pieces: {e}")))?;
+            Some(matcher)
+        };
+        Ok(KeptPieces {
+            pieces,
+            matcher,
+            first_bytes,
+        })
+    }
+
+    /// The length of the longest kept piece that starts at byte `at`.
+    fn longest_at(&self, text: &str, at: usize) -> Option<usize> {
+        if !self.first_bytes[text.as_bytes()[at] as usize] {
+            return None;
+        }
+        let input = aho_corasick::Input::new(text)
+            .range(at..)
+            .anchored(aho_corasick::Anchored::Yes);
+        Some(self.matcher.as_ref()?.find(input)?.len())
+    }
+}
+
+impl Default for KeptPieces {
+    fn default() -> Self {
+        KeptPieces::new(Vec::new()).expect("no pieces")
+    }
+}
+
+impl PartialEq for KeptPieces {
+    fn eq(&self, other: &Self) -> bool {
+        self.pieces == other.pieces
+    }
+}
+
+impl Serialize for KeptPieces {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.pieces.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for KeptPieces {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        KeptPieces::new(Vec::deserialize(deserializer)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -355,6 +465,13 @@ impl Normalizer {
             Normalizer::RemoveExtraWhitespaces { trailing_metaspace } => {
                 remove_extra_spaces(text, *trailing_metaspace)
             }
+            Normalizer::Precompiled {
+                precompiled_charsmap,
+            } => precompiled_by_graphemes(text, precompiled_charsmap),
+            Normalizer::SentencePieceCharsmap {
+                precompiled_charsmap,
+                kept,
+            } => precompiled_longest(text, precompiled_charsmap, kept),
             Normalizer::RemoveControl { keep_joiners } => {
                 let keep_joiners = *keep_joiners;
                 let s = text.as_str();
@@ -837,6 +954,90 @@ fn remove_extra_spaces(text: &mut Normalized, trailing_metaspace: bool) {
     });
 }
 
+/// `SentencePieceCharsmap`: SentencePiece's walk (see the module doc).
+fn precompiled_longest(text: &mut Normalized, charsmap: &Charsmap, kept: &KeptPieces) {
+    let Some(first) = next_longest_rule(text.as_str(), 0, charsmap, kept) else {
+        return;
+    };
+    text.rebuild(|src, out| {
+        let s = src.as_str();
+        let mut copied = 0;
+        let mut rule = Some(first);
+        while let Some((at, length, replacement)) = rule {
+            out.copy(src, copied..at);
+            out.push_str(replacement, src.original_span(at..at + length));
+            copied = at + length;
+            rule = next_longest_rule(s, copied, charsmap, kept);
+        }
+        out.copy(src, copied..s.len());
+    });
+}
+
+/// The next rule SentencePiece applies in `text` from byte `from` on (a
+/// character), as its position, length and replacement: kept pieces are
+/// skipped whole, characters without a rule one by one.
+fn next_longest_rule<'a>(
+    text: &str,
+    from: usize,
+    charsmap: &'a Charsmap,
+    kept: &KeptPieces,
+) -> Option<(usize, usize, &'a str)> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        // Neither a rule nor a kept piece starts at a continuation byte, so
+        // `at` stays on characters.
+        if !charsmap.starts_rule(byte) && !kept.first_bytes[byte as usize] {
+            at += 1;
+        } else if let Some(length) = kept.longest_at(text, at) {
+            at += length;
+        } else if let Some((length, replacement)) = charsmap.longest_rule(&text[at..]) {
+            return Some((at, length, replacement));
+        } else {
+            at += 1;
+        }
+    }
+    None
+}
+
+/// Hugging Face's `Precompiled` (see the module doc).
+fn precompiled_by_graphemes(text: &mut Normalized, charsmap: &Charsmap) {
+    use unicode_segmentation::UnicodeSegmentation;
+    if !text.as_str().bytes().any(|b| charsmap.starts_rule(b)) {
+        return;
+    }
+    text.rebuild(|src, out| {
+        let s = src.as_str();
+        let mut copied = 0;
+        let mut replace = |out: &mut Builder, range: Range<usize>, replacement: &str| {
+            out.copy(src, copied..range.start);
+            out.push_str(replacement, src.original_span(range.clone()));
+            copied = range.end;
+        };
+        for (start, grapheme) in s.grapheme_indices(true) {
+            if !grapheme.bytes().any(|b| charsmap.starts_rule(b)) {
+                continue;
+            }
+            let whole = (grapheme.len() < 6)
+                .then(|| charsmap.first_rule(grapheme))
+                .flatten();
+            if let Some(replacement) = whole {
+                replace(out, start..start + grapheme.len(), replacement);
+                continue;
+            }
+            for (i, c) in grapheme.char_indices() {
+                let at = start + i;
+                let one = &s[at..at + c.len_utf8()];
+                if let Some(replacement) = charsmap.first_rule(one) {
+                    replace(out, at..at + one.len(), replacement);
+                }
+            }
+        }
+        out.copy(src, copied..s.len());
+    });
+}
+
 fn is_ascii_control(c: char) -> bool {
     (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\x7F'
 }
@@ -982,6 +1183,68 @@ mod tests {
         let (text, spans) = run(with, " ab   c ");
         assert_eq!(text, "ab c");
         assert_eq!(spans, [(1, 2), (2, 3), (5, 6), (6, 7)]);
+    }
+
+    /// A charsmap step on the test map of `precompiled` (`a` → `x`, `ab` →
+    /// `yz`, `é` → `e`, `c` → nothing), as JSON.
+    fn charsmap_step(kind: &str, kept: &[&str]) -> String {
+        use base64::prelude::{Engine, BASE64_STANDARD};
+        let charsmap = BASE64_STANDARD.encode(crate::text::precompiled::tests::small_map());
+        let mut step = serde_json::json!({"type": kind, "precompiled_charsmap": charsmap});
+        if kind == "SentencePieceCharsmap" {
+            step["kept"] = serde_json::json!(kept);
+        }
+        step.to_string()
+    }
+
+    #[test]
+    fn sentencepiece_charsmap_takes_the_longest_rule() {
+        let step = charsmap_step("SentencePieceCharsmap", &[]);
+        // `ab` (0..2) is one rule, `c` (2..3) goes, `é` (3..5) is `e`.
+        assert_eq!(
+            run(&step, "abcéb"),
+            ("yzeb".into(), vec![(0, 2), (0, 2), (3, 5), (5, 6)])
+        );
+        assert_eq!(run(&step, "a\u{301}").0, "x\u{301}");
+        assert_eq!(run(&step, "do it").0, "do it");
+        // A kept piece is not normalized, even where a rule would match.
+        let kept = charsmap_step("SentencePieceCharsmap", &["ab", "é"]);
+        assert_eq!(run(&kept, "aabcé").0, "xabé");
+        assert_eq!(spec(&spec(&kept).to_json()), spec(&kept));
+    }
+
+    #[test]
+    fn precompiled_replaces_graphemes_by_their_first_rule() {
+        let step = charsmap_step("Precompiled", &[]);
+        // Each ASCII character is its own grapheme: `a` and `b` apart.
+        assert_eq!(run(&step, "abc").0, "xb");
+        // `a` + U+0301 is one grapheme; its first rule (`a`) replaces it
+        // whole, accent and all.
+        assert_eq!(
+            run(&step, "za\u{301}é"),
+            ("zxe".into(), vec![(0, 1), (1, 4), (4, 6)])
+        );
+        // From 6 bytes on, each character is looked up alone.
+        assert_eq!(
+            run(&step, "a\u{301}\u{301}\u{301}").0,
+            "x\u{301}\u{301}\u{301}"
+        );
+        // A NUL ends Hugging Face's lookup.
+        assert_eq!(run(&step, "\0a").0, "\0x");
+        assert_eq!(spec(&spec(&step).to_json()), spec(&step));
+    }
+
+    #[test]
+    fn charsmap_steps_refuse_a_damaged_map() {
+        let err = |json: &str| Normalizer::from_json(json).unwrap_err().to_string();
+        let short = err(r#"{"type":"Precompiled","precompiled_charsmap":"AAAA"}"#);
+        assert!(
+            short.starts_with("Precompiled:") && short.contains("charsmap"),
+            "{short}"
+        );
+        let garbage =
+            err(r#"{"type":"SentencePieceCharsmap","precompiled_charsmap":"!","kept":[]}"#);
+        assert!(garbage.contains("base64"), "{garbage}");
     }
 
     #[test]

@@ -5,10 +5,9 @@
 //! settings, `split_digits` and the like, shape the pieces but are not
 //! used by SentencePiece once a model is trained). Read:
 //! - the pieces with scores and types;
-//! - the normalizer: its compiled rules (`precompiled_charsmap`), which must
-//!   be empty (identity normalization; other models are refused, naming
-//!   their normalization, since polytok would encode other text than
-//!   SentencePiece does), and its whitespace switches;
+//! - the normalizer: its name and compiled rules (`precompiled_charsmap`,
+//!   see `text::precompiled`; checked when read, empty for the identity),
+//!   kept with the model and written back, and its whitespace switches;
 //! - from the trainer's settings: the model type (Unigram, or BPE: see
 //!   `merges.rs`),
 //!   `byte_fallback`, `treat_whitespace_as_suffix` and `unk_surface`;
@@ -21,8 +20,9 @@
 //! enum values), or a string that is not UTF-8, polytok refuses the file.
 //!
 //! The model itself must pass SentencePiece's checks (see the module doc of
-//! `unigram`). Written with the same fields and an identity normalizer, so
-//! that `sentencepiece` loads a polytok model and encodes as polytok does.
+//! `unigram`). Written with the same fields (and an identity normalizer
+//! when the model has no rules), so that `sentencepiece` loads a polytok
+//! model and encodes as polytok does.
 //!
 //! polytok JSON, version 1:
 //! ```json
@@ -30,9 +30,12 @@
 //!  "pieces": [["<unk>", 0.0, "unknown"], ["▁the", -3.52, "normal"], ...],  // id order
 //!  "byte_fallback": false,
 //!  "whitespace": {"remove_extra": true, "add_dummy_prefix": true},
+//!  "normalization": {"name": "nmt_nfkc", "precompiled_charsmap": "<base64>"},
 //!  "training": {...} | null}
 //! ```
 //! A BPE model has `"segmentation": "bpe"` (Unigram's is not written).
+//! `normalization` is left out for the identity; the charsmap is the
+//! `.model`'s blob in standard base64 (as Hugging Face writes it).
 //! Scores are `f32`, written in their shortest exact form. Settings that
 //! only a `.model` can carry are written when they are not SentencePiece's
 //! defaults: `"escape": false` and `"as_suffix": true` in `whitespace`,
@@ -43,6 +46,37 @@ use serde::{Deserialize, Serialize};
 use super::{Piece, PieceKind, Segmentation, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
 use crate::error::Result;
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
+use crate::text::precompiled::Charsmap;
+
+/// A `.model`'s normalization rules: SentencePiece's name for the rule set
+/// (`nmt_nfkc`, ...; empty when the file names none) and the rules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normalization {
+    pub name: String,
+    pub precompiled_charsmap: Charsmap,
+}
+
+/// Refuses rules that polytok would apply otherwise than SentencePiece: a
+/// replacement with two spaces in a row, which SentencePiece keeps when it
+/// removes extra spaces (it trims only the spaces at the start of each
+/// replacement), where the pipeline's `RemoveExtraWhitespaces` would merge
+/// them.
+fn check_normalization(
+    normalization: Option<&Normalization>,
+    ws: Whitespace,
+) -> std::result::Result<(), String> {
+    match normalization {
+        Some(n) if ws.remove_extra && n.precompiled_charsmap.replaces_with_double_space() => {
+            Err(format!(
+                "its normalization rules ({}) replace some text with two spaces in a row, which \
+             SentencePiece keeps unmerged with remove_extra_whitespaces: not supported",
+                n.name
+            ))
+        }
+        _ => Ok(()),
+    }
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +94,8 @@ struct UnigramFile {
     unk_surface: String,
     #[serde(default, skip_serializing_if = "is_unigram")]
     segmentation: Segmentation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    normalization: Option<Normalization>,
     training: Option<serde_json::Value>,
     /// The tokenizer's pipeline around the model (`polytok.Tokenizer`), if
     /// it is not the model's default.
@@ -194,16 +230,14 @@ impl UnigramModel {
                 ));
             }
         };
-        let normalizer = proto.normalizer_spec.unwrap_or_default();
-        if !normalizer.precompiled_charsmap().is_empty() {
-            return Err(damaged(
-                source,
-                format!(
-                    "its normalization ({}) is not the identity; train it with normalization_rule_name=\"identity\"",
-                    normalizer.name.as_deref().unwrap_or("a custom one")
-                ),
-            ));
-        }
+        let mut normalizer = proto.normalizer_spec.unwrap_or_default();
+        let normalization = match normalizer.precompiled_charsmap.take() {
+            Some(blob) if !blob.is_empty() => Some(Normalization {
+                name: normalizer.name.clone().unwrap_or_default(),
+                precompiled_charsmap: Charsmap::new(blob).map_err(|e| damaged(source, e))?,
+            }),
+            _ => None,
+        };
         if let Some(denormalizer) = &proto.denormalizer_spec {
             if !denormalizer.precompiled_charsmap().is_empty() {
                 return Err(damaged(
@@ -221,6 +255,7 @@ impl UnigramModel {
             escape: normalizer.escape_whitespaces.unwrap_or(true),
             as_suffix: trainer.treat_whitespace_as_suffix.unwrap_or(false),
         };
+        check_normalization(normalization.as_ref(), whitespace).map_err(|e| damaged(source, e))?;
         let pieces = proto
             .pieces
             .into_iter()
@@ -243,10 +278,23 @@ impl UnigramModel {
         let model = UnigramModel::new(pieces, trainer.byte_fallback.unwrap_or(false), whitespace)
             .and_then(|m| m.with_segmentation(segmentation))
             .map_err(|e| damaged(source, e))?;
-        Ok(model.with_unk_surface(trainer.unk_surface.unwrap_or_else(default_unk_surface)))
+        Ok(model
+            .with_unk_surface(trainer.unk_surface.unwrap_or_else(default_unk_surface))
+            .with_normalization(normalization))
     }
 
-    /// The model as a SentencePiece `.model` file (identity normalization).
+    /// The model with SentencePiece's normalization rules (`None`: the
+    /// identity).
+    pub fn with_normalization(mut self, normalization: Option<Normalization>) -> Self {
+        self.normalization = normalization;
+        self
+    }
+
+    pub fn normalization(&self) -> Option<&Normalization> {
+        self.normalization.as_ref()
+    }
+
+    /// The model as a SentencePiece `.model` file.
     pub fn to_sentencepiece(&self) -> Vec<u8> {
         use prost::Message;
         let ws = self.whitespace;
@@ -271,8 +319,17 @@ impl UnigramModel {
                 unk_surface: Some(self.unk_surface.clone()),
             }),
             normalizer_spec: Some(NormalizerSpec {
-                name: Some("identity".to_owned()),
-                precompiled_charsmap: Some(Vec::new()),
+                name: Some(
+                    self.normalization
+                        .as_ref()
+                        .map_or("identity", |n| &n.name)
+                        .to_owned(),
+                ),
+                precompiled_charsmap: Some(
+                    self.normalization
+                        .as_ref()
+                        .map_or(Vec::new(), |n| n.precompiled_charsmap.blob().to_vec()),
+                ),
                 add_dummy_prefix: Some(ws.add_dummy_prefix),
                 remove_extra_whitespaces: Some(ws.remove_extra),
                 escape_whitespaces: Some(ws.escape),
@@ -306,6 +363,7 @@ impl UnigramModel {
             },
             unk_surface: self.unk_surface.clone(),
             segmentation: self.segmentation(),
+            normalization: self.normalization.clone(),
             training: training.cloned(),
             pipeline: pipeline.cloned(),
         };
@@ -332,10 +390,13 @@ impl UnigramModel {
             escape: file.whitespace.escape,
             as_suffix: file.whitespace.as_suffix,
         };
+        check_normalization(file.normalization.as_ref(), whitespace)
+            .map_err(|e| damaged(source, e))?;
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
             .and_then(|m| m.with_segmentation(file.segmentation))
             .map_err(|e| damaged(source, e))?
-            .with_unk_surface(file.unk_surface);
+            .with_unk_surface(file.unk_surface)
+            .with_normalization(file.normalization);
         Ok((model, file.training, file.pipeline))
     }
 }
@@ -383,13 +444,19 @@ mod tests {
             escape: false,
             as_suffix: true,
         };
-        for (whitespace, unk_surface) in [
-            (Whitespace::default(), DEFAULT_UNK_SURFACE),
-            (unusual, "<?>"),
+        let rules = Normalization {
+            name: "nmt_nfkc".into(),
+            precompiled_charsmap: Charsmap::new(crate::text::precompiled::tests::small_map())
+                .unwrap(),
+        };
+        for (whitespace, unk_surface, normalization) in [
+            (Whitespace::default(), DEFAULT_UNK_SURFACE, None),
+            (unusual, "<?>", Some(rules.clone())),
         ] {
             let model = UnigramModel::new(pieces.clone(), false, whitespace)
                 .unwrap()
-                .with_unk_surface(unk_surface.to_owned());
+                .with_unk_surface(unk_surface.to_owned())
+                .with_normalization(normalization.clone());
             let same = |other: &UnigramModel| {
                 assert_eq!(other.pieces().len(), model.pieces().len());
                 for (a, b) in other.pieces().iter().zip(model.pieces()) {
@@ -400,13 +467,14 @@ mod tests {
                 }
                 assert_eq!(other.whitespace(), whitespace);
                 assert_eq!(other.unk_surface(), unk_surface);
+                assert_eq!(other.normalization(), normalization.as_ref());
                 assert_eq!(other.encode_text(" ab  b"), model.encode_text(" ab  b"));
             };
             let training = serde_json::json!({"vocab_size": 6});
             let json = model.to_json(Some(&training), None);
             // SentencePiece's defaults are left out, as files had them.
             let defaults = whitespace == Whitespace::default();
-            for key in ["escape", "as_suffix", "unk_surface"] {
+            for key in ["escape", "as_suffix", "unk_surface", "normalization"] {
                 assert_eq!(json.contains(key), !defaults, "{key}");
             }
             let (json_model, record, _) = UnigramModel::from_json(&json, "m.json").unwrap();
@@ -414,6 +482,20 @@ mod tests {
             assert_eq!(record, Some(training));
             same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());
         }
+        // A damaged charsmap names the file and the problem.
+        use prost::Message;
+        let model_with_rules = UnigramModel::new(pieces, false, Whitespace::default())
+            .unwrap()
+            .with_normalization(Some(rules));
+        let mut proto = ModelProto::decode(&model_with_rules.to_sentencepiece()[..]).unwrap();
+        let spec = proto.normalizer_spec.as_mut().unwrap();
+        spec.precompiled_charsmap.as_mut().unwrap().truncate(10);
+        let err = UnigramModel::from_sentencepiece(&proto.encode_to_vec(), "m.model");
+        let err = err.err().unwrap().to_string();
+        assert!(
+            err.starts_with("m.model: the precompiled charsmap's trie size"),
+            "{err}"
+        );
         let err = UnigramModel::from_json("{\"format\": \"polytok\"}", "m.json");
         assert!(err
             .err()

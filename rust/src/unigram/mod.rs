@@ -98,6 +98,8 @@ pub struct UnigramModel {
     whitespace: Whitespace,
     /// What the unknown piece decodes to.
     unk_surface: String,
+    /// SentencePiece's normalization rules, when not the identity.
+    normalization: Option<files::Normalization>,
     /// The trie holds `▁` as `' '`, and texts are walked with spaces as
     /// `' '` (see `walk_text`).
     ascii_spaces: bool,
@@ -214,6 +216,7 @@ impl UnigramModel {
             byte_pieces,
             whitespace,
             unk_surface: DEFAULT_UNK_SURFACE.to_owned(),
+            normalization: None,
             ascii_spaces,
             longest_walk,
             min_score,
