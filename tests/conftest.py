@@ -41,18 +41,16 @@ def flores() -> dict[str, list[str]]:
 
 
 def train_sentencepiece(directory: Path, name: str, **options) -> str:
-    """A SentencePiece Unigram model of 4000 pieces trained on the shipped
-    corpora with ``options`` (``normalization_rule_name``, ...): the path of
-    its ``.model``."""
+    """A SentencePiece model (Unigram of 4000 pieces unless ``options``
+    say otherwise) trained on the shipped corpora with ``options``
+    (``normalization_rule_name``, ...): the path of its ``.model``."""
     spm = pytest.importorskip("sentencepiece")
     prefix = str(directory / name)
     spm.SentencePieceTrainer.train(
         input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))),
         model_prefix=prefix,
-        model_type="unigram",
-        vocab_size=4000,
         minloglevel=2,
-        **options,
+        **{"model_type": "unigram", "vocab_size": 4000, **options},
     )
     return prefix + ".model"
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import polytok
-from conftest import CORPORA
+from conftest import CORPORA, train_sentencepiece
 
 spm = pytest.importorskip("sentencepiece")
 
@@ -42,18 +42,9 @@ def mistral(name: str) -> str:
 
 
 def train(directory, name: str, **options) -> str:
-    prefix = str(directory / name)
-    options.setdefault("character_coverage", 0.98)
-    spm.SentencePieceTrainer.train(
-        input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))),
-        model_prefix=prefix,
-        model_type="bpe",
-        vocab_size=3000,
-        normalization_rule_name="identity",
-        minloglevel=2,
-        **options,
-    )
-    return prefix + ".model"
+    """A SentencePiece BPE model of 3000 pieces (identity normalization)."""
+    options = {"character_coverage": 0.98, "normalization_rule_name": "identity", **options}
+    return train_sentencepiece(directory, name, model_type="bpe", vocab_size=3000, **options)
 
 
 TRAINED = {
@@ -63,6 +54,7 @@ TRAINED = {
     "spaces_kept": {"remove_extra_whitespaces": False, "byte_fallback": True, "allow_whitespace_only_pieces": True},
     "no_dummy_prefix": {"add_dummy_prefix": False},
     "suffix": {"treat_whitespace_as_suffix": True},
+    "nmt_nfkc": {"normalization_rule_name": "nmt_nfkc", "user_defined_symbols": ["<tool>"]},
 }
 
 
