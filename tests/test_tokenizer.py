@@ -278,7 +278,7 @@ def test_a_composed_tokenizer_saves_loads_and_pickles(bert_vocab, tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda p: p["normalizer"]["normalizers"].append({"type": "Precompiled"}), "unknown normalizer type 'Precompiled'"),
+        (lambda p: p["normalizer"]["normalizers"].append({"type": "Nmt"}), "unknown normalizer type 'Nmt'"),
         (lambda p: p.update(pre_tokenizer={"type": "ByteLevel"}), "unknown pre_tokenizer type 'ByteLevel'"),
         (lambda p: p.update(post_processor={"type": "TemplateProcessing", "single": "$A", "extra": 1}), "unknown setting"),
         (lambda p: p.update(colour="blue"), "unknown pipeline part"),
