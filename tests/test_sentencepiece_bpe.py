@@ -224,3 +224,109 @@ def test_cli_names_the_model():
     assert result.exit_code == 2 and "need a Unigram model" in result.output
     result = CliRunner().invoke(main, ["encode", "-t", path, "Hello world"])
     assert result.exit_code == 0 and result.output.split() == [str(i) for i in _loaded(path)[1].encode("Hello world")]
+
+
+# ------------------------------------------- Hugging Face's character-level BPE
+
+
+def converted(path: str, directory) -> str:
+    """Mistral's .model as `transformers`' converter makes a tokenizer.json
+    of it (BPE merges by rank, byte fallback, Metaspace)."""
+    pytest.importorskip("google.protobuf", reason="protobuf reads .model files for transformers' converter")
+    pytest.importorskip("transformers.convert_slow_tokenizer", reason="transformers converts the .model")
+    import sys
+
+    from sentencepiece import sentencepiece_model_pb2
+
+    converter = sys.modules["transformers.convert_slow_tokenizer"]
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
+    out = str(directory / (os.path.basename(path) + ".json"))
+    converter.SpmConverter.build_tokenizer_from_spm_proto(proto, vocab).save(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def mistral_json(tmp_path_factory) -> tuple[polytok.Tokenizer, object, str]:
+    tokenizers = pytest.importorskip("tokenizers")
+    path = converted(mistral("tokenizer.model.v1"), tmp_path_factory.mktemp("hf"))
+    return polytok.load(path), tokenizers.Tokenizer.from_file(path), path
+
+
+def test_converted_tokenizer_json_equals_tokenizers(mistral_json, flores):
+    ours, theirs, _ = mistral_json
+    assert "SentencePiece BPE" in repr(ours)
+    lines = [line for language in sorted(flores)[::3] for line in flores[language]]
+    encodings = theirs.encode_batch(lines, add_special_tokens=False)
+    mine = ours.encode_batch(lines, add_special_tokens=False)
+    assert [i for i, (a, b) in enumerate(zip(mine, encodings)) if a.ids != b.ids] == []
+    sample = range(0, len(lines), 11)
+    assert [i for i in sample if mine[i].offsets != encodings[i].offsets] == []
+    assert [ours.decode(mine[i].ids) for i in sample] == [theirs.decode(encodings[i].ids) for i in sample]
+    # And sentencepiece's, since the converter ranks merges by piece score.
+    reference = spm.SentencePieceProcessor(model_file=mistral("tokenizer.model.v1"))
+    assert [m.ids for m in mine[::5]] == reference.encode(lines[::5])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=adversarial)
+def test_converted_tokenizer_json_on_adversarial_text(mistral_json, text):
+    ours, theirs, _ = mistral_json
+    mine, reference = ours.encode(text), theirs.encode(text, add_special_tokens=False)
+    assert (mine.ids, mine.offsets) == (reference.ids, reference.offsets)
+
+
+def test_trained_by_tokenizers_unknown_runs(tmp_path):
+    """A character-level BPE trained by `tokenizers` without byte fallback:
+    unknown characters, fused into one <unk> or not as the file says."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers.implementations import SentencePieceBPETokenizer
+
+    lines = CORPUS_LINES[::3]
+    rare = "𒀀𒀁 ꙮ 🧩"
+    for fuse in (True, False):
+        trained = SentencePieceBPETokenizer(unk_token="<unk>", fuse_unk=fuse)
+        trained.train_from_iterator(lines, vocab_size=2000, special_tokens=["<unk>"], limit_alphabet=300, show_progress=False)
+        path = tmp_path / f"fuse_{fuse}.json"
+        trained.save(str(path))
+        ours, theirs = polytok.load(path), tokenizers.Tokenizer.from_file(str(path))
+        texts = CORPUS_LINES[1::7] + [rare, f"a{rare}b  {rare}"]
+        assert ours.encode_batch_ids(texts) == [e.ids for e in theirs.encode_batch(texts)]
+        assert [ours.encode(t).offsets for t in texts[-2:]] == [theirs.encode(t).offsets for t in texts[-2:]]
+        unk = theirs.token_to_id("<unk>")
+        # 𒀀𒀁 is one <unk> or two; ꙮ and 🧩 one each.
+        assert ours.encode(rare).ids.count(unk) == (3 if fuse else 4)
+
+
+def test_files_of_the_converted_tokenizer(mistral_json, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    ours, theirs, _ = mistral_json
+    lines = CORPUS_LINES[::9]
+    expected = [e.ids for e in theirs.encode_batch(lines, add_special_tokens=False)]
+    ours.save(tmp_path / "again.json")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+    assert [e.ids for e in again.encode_batch(lines, add_special_tokens=False)] == expected
+    ours.save(tmp_path / "again.polytok")
+    assert polytok.load(tmp_path / "again.polytok").encode_batch_ids(lines) == expected
+    with pytest.raises(ValueError, match="again.model: a .model file holds .* not this Tokenizer: use .json or .polytok"):
+        ours.save(tmp_path / "again.model")
+    # The model itself: SentencePiece merges by piece score, not by rank.
+    with pytest.raises(ValueError, match="merges by rank.*no SentencePiece .model form"):
+        ours.model.to_sentencepiece()
+
+
+def test_refused_settings_are_named(mistral_json, tmp_path):
+    _, _, path = mistral_json
+    document = json.loads(open(path, encoding="utf-8").read())
+    document["model"]["ignore_merges"] = True
+    edited = tmp_path / "ignore.json"
+    edited.write_text(json.dumps(document))
+    with pytest.raises(polytok.TokenizerFileError, match="ignore.json.*ignore_merges: true is not supported"):
+        polytok.load(edited)
+    document["model"]["ignore_merges"] = False
+    document["model"]["merges"].append(["▁the", "zzz"])
+    edited.write_text(json.dumps(document))
+    with pytest.raises(polytok.TokenizerFileError, match="merges.*\"zzz\", which is not in the vocabulary"):
+        polytok.load(edited)

@@ -536,7 +536,10 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         steps = ", ".join(f"{k}={v!r}" for k, v in self.pipeline_dict().items() if v)
-        return f"Tokenizer({type(self._core).__name__}, {steps})"
+        model = type(self._core).__name__
+        if getattr(self._core, "segmentation", None) == "bpe":
+            model = "SentencePiece BPE"
+        return f"Tokenizer({model}, {steps})"
 
 
 class Preset(Tokenizer):

@@ -38,7 +38,7 @@ fn main() {
         );
     }
     if let Some(out) = args.get(3) {
-        std::fs::write(out, model.to_sentencepiece()).unwrap();
+        std::fs::write(out, model.to_sentencepiece().unwrap()).unwrap();
     }
 }
 

@@ -954,8 +954,11 @@ impl Unigram {
     }
 
     /// A SentencePiece `.model` file's bytes.
-    fn to_sentencepiece<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.model.to_sentencepiece())
+    fn to_sentencepiece<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(
+            py,
+            &self.model.to_sentencepiece().map_err(to_py)?,
+        ))
     }
 
     fn score(&self, id: u32) -> PyResult<f32> {

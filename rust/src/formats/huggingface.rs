@@ -91,6 +91,10 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
             (pre_tokenizer, json, Vec::new())
         }
         Model::WordPiece(m) => (pre_tokenizer, export_wordpiece(m), Vec::new()),
+        Model::Unigram(m) if m.ranked_merges().is_some() => {
+            let (json, control) = export_character_bpe(m);
+            (pre_tokenizer, json, control)
+        }
         Model::Unigram(m) if m.segmentation() == Segmentation::Bpe => {
             // Hugging Face's BPE merges by pair ranks, SentencePiece's by
             // piece scores (the leftmost among equal ones): not the same
@@ -340,6 +344,37 @@ fn export_unigram(
     Ok((json, control))
 }
 
+/// A BPE model that merges by rank (read from a tokenizer.json) as
+/// Hugging Face's character-level BPE, with its control pieces (added
+/// tokens).
+fn export_character_bpe(model: &UnigramModel) -> (Value, Vec<(String, u32)>) {
+    let (merges, fuse_unknown) = model.ranked_merges().expect("a model that merges by rank");
+    let pieces = model.pieces();
+    let control = pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind == PieceKind::Control)
+        .map(|(id, p)| (p.text.clone(), id as u32))
+        .collect();
+    let vocab: Map<String, Value> = pieces
+        .iter()
+        .enumerate()
+        .map(|(id, p)| (p.text.clone(), json!(id)))
+        .collect();
+    let merges: Vec<Value> = merges
+        .iter()
+        .map(|&(l, r)| json!([pieces[l as usize].text, pieces[r as usize].text]))
+        .collect();
+    let json = json!({
+        "type": "BPE", "dropout": null,
+        "unk_token": model.unk_id().map(|id| pieces[id as usize].text.clone()),
+        "continuing_subword_prefix": null, "end_of_word_suffix": null,
+        "fuse_unk": fuse_unknown, "byte_fallback": model.byte_fallback(), "ignore_merges": false,
+        "vocab": vocab, "merges": merges,
+    });
+    (json, control)
+}
+
 /// SentencePiece's decoding in Hugging Face's steps: `▁` back to spaces,
 /// byte pieces to bytes, the dummy prefix's space dropped.
 fn unigram_decoder(model: &UnigramModel) -> Value {
@@ -556,13 +591,11 @@ impl Reader<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let (model, special_tokens) = match kind {
+            "BPE" if !byte_level => {
+                let model = self.character_bpe(&model_json, &special_tokens)?;
+                (model, special_tokens)
+            }
             "BPE" => {
-                if !byte_level {
-                    return Err(self.error(
-                        "model",
-                        "a BPE model without the ByteLevel pre-tokenizer (character-level BPE, SentencePiece-style with byte fallback) is not supported by polytok",
-                    ));
-                }
                 // The model records its pattern (for a preset's steps).
                 let pattern = match &pre_tokenizer {
                     Some(PreTokenizerSpec::Pattern { pattern }) => {
@@ -920,33 +953,7 @@ impl Reader<'_> {
         pattern: Pattern,
     ) -> Result<(Model, Vec<(String, u32)>)> {
         let place = "model";
-        let f = self.model_fields(document);
-        f.only(
-            self,
-            &[
-                "type",
-                "dropout",
-                "unk_token",
-                "continuing_subword_prefix",
-                "end_of_word_suffix",
-                "fuse_unk",
-                "byte_fallback",
-                "ignore_merges",
-                "vocab",
-                "merges",
-            ],
-        )?;
-        if present(f.object.get("dropout")).is_some() {
-            return Err(self.error(place, "BPE dropout is not supported by polytok"));
-        }
-        for setting in ["continuing_subword_prefix", "end_of_word_suffix"] {
-            if present(f.object.get(setting)).is_some_and(|v| v != "") {
-                return Err(self.error(
-                    place,
-                    format!("BPE with a {setting} is not supported by polytok"),
-                ));
-            }
-        }
+        let f = self.bpe_fields(document)?;
         if f.flag(self, "byte_fallback", false)? {
             return Err(self.error(
                 place,
@@ -1111,6 +1118,114 @@ impl Reader<'_> {
             .collect();
         let model = WordPieceModel::new(tokens, settings).map_err(|e| self.error(place, e))?;
         Ok(Model::WordPiece(std::sync::Arc::new(model)))
+    }
+
+    /// A BPE model's fields, with the settings polytok has not refused.
+    fn bpe_fields<'d>(&self, document: &'d ModelDocument) -> Result<Fields<'d>> {
+        let place = "model";
+        let f = self.model_fields(document);
+        f.only(
+            self,
+            &[
+                "type",
+                "dropout",
+                "unk_token",
+                "continuing_subword_prefix",
+                "end_of_word_suffix",
+                "fuse_unk",
+                "byte_fallback",
+                "ignore_merges",
+                "vocab",
+                "merges",
+            ],
+        )?;
+        if present(f.object.get("dropout")).is_some() {
+            return Err(self.error(place, "BPE dropout is not supported by polytok"));
+        }
+        for setting in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if present(f.object.get(setting)).is_some_and(|v| v != "") {
+                return Err(self.error(
+                    place,
+                    format!("BPE with a {setting} is not supported by polytok"),
+                ));
+            }
+        }
+        Ok(f)
+    }
+
+    /// A BPE model over characters (no ByteLevel step; SentencePiece-style,
+    /// as Llama's and Mistral's converted files): a SentencePiece model
+    /// that merges by rank as `tokenizers` does (see
+    /// `UnigramModel::with_ranked_merges`), with `<0xHH>` byte tokens under
+    /// byte fallback, the unknown token, and special added tokens as
+    /// control pieces.
+    fn character_bpe(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
+        let place = "model";
+        let f = self.bpe_fields(document)?;
+        if f.flag(self, "ignore_merges", false)? {
+            return Err(self.error(
+                place,
+                "character-level BPE with ignore_merges: true is not supported by polytok",
+            ));
+        }
+        let byte_fallback = f.flag(self, "byte_fallback", false)?;
+        let fuse_unknown = f.flag(self, "fuse_unk", false)?;
+        let unk_token = match present(f.object.get("unk_token")) {
+            None => None,
+            Some(_) => Some(f.string(self, "unk_token")?),
+        };
+        let tokens = self.vocab_in_id_order(document)?;
+        if let Some((text, id)) = special.iter().find(|(_, id)| *id as usize >= tokens.len()) {
+            return Err(self.error(
+                "added_tokens",
+                format!("the added token {text:?} (id {id}) is beyond the BPE vocabulary, which polytok does not support for character-level BPE"),
+            ));
+        }
+        let pieces: Vec<Piece> = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(id, text)| {
+                let kind = if unk_token.as_deref() == Some(text.as_str()) {
+                    PieceKind::Unknown
+                } else if byte_fallback && parse_byte_piece(&text).is_some() {
+                    PieceKind::Byte
+                } else if special.iter().any(|(t, i)| *i == id as u32 && *t == text) {
+                    PieceKind::Control
+                } else {
+                    PieceKind::Normal
+                };
+                Piece {
+                    text,
+                    score: 0.0,
+                    kind,
+                }
+            })
+            .collect();
+        let merges = document
+            .merges
+            .as_deref()
+            .ok_or_else(|| self.error(place, "missing field `merges`"))?;
+        let model = UnigramModel::new(pieces, byte_fallback, Whitespace::default())
+            .map_err(|e| self.error(place, e))?;
+        let ranked = merges
+            .iter()
+            .enumerate()
+            .map(|(rank, Merge(left, right))| {
+                let id = |text: &str| {
+                    model.piece_id(text).ok_or_else(|| {
+                        self.error(
+                            "model.merges",
+                            format!("merge {rank} holds {text:?}, which is not in the vocabulary"),
+                        )
+                    })
+                };
+                Ok((id(left)?, id(right)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let model = model
+            .with_ranked_merges(ranked, fuse_unknown)
+            .map_err(|e| self.error("model.merges", e))?;
+        Ok(Model::Unigram(std::sync::Arc::new(model)))
     }
 
     fn unigram(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
@@ -1502,9 +1617,10 @@ mod tests {
         assert!(err("{}").contains("not a Hugging Face tokenizer.json (missing field `model`"));
         assert!(err(r#"{"model": {"type": "WordLevel"}}"#)
             .contains(r#"model: the model "WordLevel" is not supported"#));
+        // Without ByteLevel: BPE over characters, which needs a vocabulary.
         assert!(
             err(r#"{"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Whitespace"}}"#)
-                .contains("without the ByteLevel pre-tokenizer")
+                .contains("model: missing field `vocab`")
         );
     }
 }

@@ -33,7 +33,10 @@
 //!  "normalization": {"name": "nmt_nfkc", "precompiled_charsmap": "<base64>"},
 //!  "training": {...} | null}
 //! ```
-//! A BPE model has `"segmentation": "bpe"` (Unigram's is not written).
+//! A BPE model has `"segmentation": "bpe"` (Unigram's is not written);
+//! one read from a Hugging Face tokenizer.json, which merges by rank, also
+//! `"ranked_merges": {"merges": [["▁", "t"], ...], "fuse_unknown": true}`
+//! (best first), and has no `.model` form.
 //! `normalization` is left out for the identity; the charsmap is the
 //! `.model`'s blob in standard base64 (as Hugging Face writes it).
 //! Scores are `f32`, written in their shortest exact form. Settings that
@@ -44,7 +47,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Piece, PieceKind, Segmentation, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 use crate::text::precompiled::Charsmap;
 
@@ -94,6 +97,11 @@ struct UnigramFile {
     unk_surface: String,
     #[serde(default, skip_serializing_if = "is_unigram")]
     segmentation: Segmentation,
+    /// A BPE model that merges by rank, as Hugging Face's (read from a
+    /// tokenizer.json): its merges, best first, and whether a run of
+    /// unknown characters is one unknown piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ranked_merges: Option<RankedMerges>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     normalization: Option<Normalization>,
     training: Option<serde_json::Value>,
@@ -101,6 +109,13 @@ struct UnigramFile {
     /// it is not the model's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pipeline: Option<serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RankedMerges {
+    merges: Vec<(String, String)>,
+    fuse_unknown: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -294,11 +309,18 @@ impl UnigramModel {
         self.normalization.as_ref()
     }
 
-    /// The model as a SentencePiece `.model` file.
-    pub fn to_sentencepiece(&self) -> Vec<u8> {
+    /// The model as a SentencePiece `.model` file; an error for a BPE model
+    /// that merges by rank (Hugging Face's), which SentencePiece cannot do.
+    pub fn to_sentencepiece(&self) -> Result<Vec<u8>> {
         use prost::Message;
+        if self.ranked_merges().is_some() {
+            return Err(crate::error::Error::invalid(
+                "a BPE model that merges by rank (read from a Hugging Face tokenizer.json) has no \
+                 SentencePiece .model form: SentencePiece merges by piece score",
+            ));
+        }
         let ws = self.whitespace;
-        ModelProto {
+        Ok(ModelProto {
             pieces: self
                 .pieces
                 .iter()
@@ -336,7 +358,7 @@ impl UnigramModel {
             }),
             denormalizer_spec: None,
         }
-        .encode_to_vec()
+        .encode_to_vec())
     }
 
     /// The model as polytok JSON; `training` records how it was made.
@@ -363,6 +385,18 @@ impl UnigramModel {
             },
             unk_surface: self.unk_surface.clone(),
             segmentation: self.segmentation(),
+            ranked_merges: self
+                .ranked_merges()
+                .map(|(merges, fuse_unknown)| RankedMerges {
+                    merges: merges
+                        .iter()
+                        .map(|&(l, r)| {
+                            let text = |id: u32| self.pieces[id as usize].text.clone();
+                            (text(l), text(r))
+                        })
+                        .collect(),
+                    fuse_unknown,
+                }),
             normalization: self.normalization.clone(),
             training: training.cloned(),
             pipeline: pipeline.cloned(),
@@ -393,7 +427,30 @@ impl UnigramModel {
         check_normalization(file.normalization.as_ref(), whitespace)
             .map_err(|e| damaged(source, e))?;
         let model = UnigramModel::new(pieces, file.byte_fallback, whitespace)
-            .and_then(|m| m.with_segmentation(file.segmentation))
+            .and_then(|m| match file.ranked_merges {
+                Some(ranked) if file.segmentation == Segmentation::Bpe => {
+                    let ids = ranked
+                        .merges
+                        .iter()
+                        .enumerate()
+                        .map(|(rank, (l, r))| {
+                            let id = |text: &str| {
+                                m.piece_id(text).ok_or_else(|| {
+                                    Error::invalid(format!(
+                                        "merge {rank} holds {text:?}, which is no piece"
+                                    ))
+                                })
+                            };
+                            Ok((id(l)?, id(r)?))
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    m.with_ranked_merges(ids, ranked.fuse_unknown)
+                }
+                Some(_) => Err(Error::invalid(
+                    "ranked_merges need \"segmentation\": \"bpe\"",
+                )),
+                None => m.with_segmentation(file.segmentation),
+            })
             .map_err(|e| damaged(source, e))?
             .with_unk_surface(file.unk_surface)
             .with_normalization(file.normalization);
@@ -480,14 +537,18 @@ mod tests {
             let (json_model, record, _) = UnigramModel::from_json(&json, "m.json").unwrap();
             same(&json_model);
             assert_eq!(record, Some(training));
-            same(&UnigramModel::from_sentencepiece(&model.to_sentencepiece(), "m.model").unwrap());
+            same(
+                &UnigramModel::from_sentencepiece(&model.to_sentencepiece().unwrap(), "m.model")
+                    .unwrap(),
+            );
         }
         // A damaged charsmap names the file and the problem.
         use prost::Message;
         let model_with_rules = UnigramModel::new(pieces, false, Whitespace::default())
             .unwrap()
             .with_normalization(Some(rules));
-        let mut proto = ModelProto::decode(&model_with_rules.to_sentencepiece()[..]).unwrap();
+        let mut proto =
+            ModelProto::decode(&model_with_rules.to_sentencepiece().unwrap()[..]).unwrap();
         let spec = proto.normalizer_spec.as_mut().unwrap();
         spec.precompiled_charsmap.as_mut().unwrap().truncate(10);
         let err = UnigramModel::from_sentencepiece(&proto.encode_to_vec(), "m.model");

@@ -61,16 +61,20 @@ enum WordCuts {
 /// What the BPE segmentation needs beyond the model's pieces.
 ///
 /// Merges are looked up by the ids of the two symbols rather than by their
-/// text: a symbol is a mergeable piece (its id) or a single character,
-/// whose id is its piece's if it is one, else a number past the pieces
-/// given to each character that some piece holds (a character in no piece
-/// never merges). Each mergeable piece is entered under every split into
-/// two such symbols, so a pair merges exactly when its text is a piece.
+/// text: a symbol is a mergeable piece (its id) or a single character. By
+/// SentencePiece's rule (`by_scores`), a character's id is its piece's if
+/// it is one, else a number past the pieces given to each character that
+/// some piece holds (a character in no piece never merges), and each
+/// mergeable piece is entered under every split into two such symbols, so
+/// a pair merges exactly when its text is a piece, in the order of the
+/// pieces' scores. By Hugging Face's (`by_ranks`), only characters that are
+/// tokens are symbols (the others are unknown from the start) and only the
+/// listed pairs merge, in the order of the list.
 pub(super) struct Merges {
     /// (left symbol << 32 | right symbol) → the piece they make, and its
-    /// score (`sortable_score`).
+    /// priority (`sortable_score`, or the complement of the rank).
     pairs: FxHashMap<u64, (u32, u32)>,
-    /// The symbol id of each character that some mergeable piece holds.
+    /// The symbol id of each character that can merge.
     char_ids: FxHashMap<char, u32>,
     /// The same for ASCII, by byte (`NONE`: no piece holds it).
     ascii_ids: [u32; 128],
@@ -81,35 +85,108 @@ pub(super) struct Merges {
     user_defined: Option<AhoCorasick>,
     cuts: WordCuts,
     has_unused: bool,
+    /// Whether a run of unknown symbols is one unknown piece (always in
+    /// SentencePiece; Hugging Face's `fuse_unk`).
+    fuse_unknown: bool,
+    /// Hugging Face's merges in rank order (left and right piece ids), kept
+    /// to be written back; `None` for SentencePiece's rule.
+    ranked: Option<Vec<(u32, u32)>>,
     /// Unique per model: tells the per-thread caches apart.
     instance: u64,
 }
 
-impl Merges {
-    pub(super) fn new(pieces: &[Piece], as_suffix: bool) -> Result<Self> {
-        let mut mergeable: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut user_defined = Vec::new();
-        let mut has_unused = false;
-        let (mut space_after_other, mut other_after_space) = (false, false);
+/// What both rules read off the pieces.
+struct PieceScan<'p> {
+    mergeable: FxHashMap<Box<str>, u32>,
+    user_defined: Vec<&'p str>,
+    has_unused: bool,
+    /// Whether some piece has a `▁` after another character, or another
+    /// character after a `▁`.
+    space_after_other: bool,
+    other_after_space: bool,
+}
+
+impl<'p> PieceScan<'p> {
+    fn new(pieces: &'p [Piece]) -> Self {
+        let mut scan = PieceScan {
+            mergeable: FxHashMap::default(),
+            user_defined: Vec::new(),
+            has_unused: false,
+            space_after_other: false,
+            other_after_space: false,
+        };
         for (id, piece) in pieces.iter().enumerate() {
             match piece.kind {
                 PieceKind::Normal => {}
-                PieceKind::UserDefined => user_defined.push(piece.text.as_str()),
-                PieceKind::Unused => has_unused = true,
+                PieceKind::UserDefined => scan.user_defined.push(piece.text.as_str()),
+                PieceKind::Unused => scan.has_unused = true,
                 PieceKind::Unknown | PieceKind::Control | PieceKind::Byte => continue,
             }
-            mergeable.insert(piece.text.as_str().into(), id as u32);
+            scan.mergeable.insert(piece.text.as_str().into(), id as u32);
             let mut prev_space = None;
             for c in piece.text.chars() {
                 let space = c == SPACE_SYMBOL;
                 match (prev_space, space) {
-                    (Some(false), true) => space_after_other = true,
-                    (Some(true), false) => other_after_space = true,
+                    (Some(false), true) => scan.space_after_other = true,
+                    (Some(true), false) => scan.other_after_space = true,
                     _ => {}
                 }
                 prev_space = Some(space);
             }
         }
+        scan
+    }
+
+    /// The tables, with the pairs and character ids a rule made.
+    fn finish(
+        self,
+        pairs: FxHashMap<u64, (u32, u32)>,
+        char_ids: FxHashMap<char, u32>,
+        as_suffix: bool,
+        fuse_unknown: bool,
+        ranked: Option<Vec<(u32, u32)>>,
+    ) -> Result<Merges> {
+        let mut ascii_ids = [NONE; 128];
+        for (b, slot) in ascii_ids.iter_mut().enumerate() {
+            *slot = char_ids.get(&(b as u8 as char)).copied().unwrap_or(NONE);
+        }
+        let cuts = match (as_suffix, self.space_after_other, self.other_after_space) {
+            (false, false, _) => WordCuts::BeforeSpace,
+            (true, _, false) => WordCuts::AfterSpace,
+            _ => WordCuts::None,
+        };
+        let user_defined = if self.user_defined.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .start_kind(StartKind::Anchored)
+                    .build(&self.user_defined)
+                    .map_err(|e| Error::invalid(format!("user-defined pieces: {e}")))?,
+            )
+        };
+        Ok(Merges {
+            pairs,
+            char_ids,
+            ascii_ids,
+            mergeable: self.mergeable,
+            user_defined,
+            cuts,
+            has_unused: self.has_unused,
+            fuse_unknown,
+            ranked,
+            instance: new_instance(),
+        })
+    }
+}
+
+impl Merges {
+    /// SentencePiece's rule: a pair merges when its text is a piece, the
+    /// best-scoring first.
+    pub(super) fn by_scores(pieces: &[Piece], as_suffix: bool) -> Result<Self> {
+        let scan = PieceScan::new(pieces);
+        let mergeable = &scan.mergeable;
         // Symbol ids of single characters.
         let mut char_ids = FxHashMap::default();
         let mut next_id = pieces.len() as u32;
@@ -132,7 +209,7 @@ impl Merges {
             }
         };
         let mut pairs = FxHashMap::default();
-        for (text, &id) in &mergeable {
+        for (text, &id) in mergeable {
             for (split, _) in text.char_indices().skip(1) {
                 if let (Some(left), Some(right)) =
                     (symbol_id(&text[..split]), symbol_id(&text[split..]))
@@ -144,36 +221,64 @@ impl Merges {
                 }
             }
         }
-        let mut ascii_ids = [NONE; 128];
-        for (b, slot) in ascii_ids.iter_mut().enumerate() {
-            *slot = char_ids.get(&(b as u8 as char)).copied().unwrap_or(NONE);
+        scan.finish(pairs, char_ids, as_suffix, true, None)
+    }
+
+    /// Hugging Face's rule: the pairs of `ranked` (piece ids, best first)
+    /// merge into the piece they spell, in that order; a pair listed twice
+    /// keeps its last rank, as in `tokenizers`.
+    pub(super) fn by_ranks(
+        pieces: &[Piece],
+        ranked: Vec<(u32, u32)>,
+        fuse_unknown: bool,
+    ) -> Result<Self> {
+        let scan = PieceScan::new(pieces);
+        if scan.has_unused || !scan.user_defined.is_empty() {
+            return Err(Error::invalid(
+                "merges by rank over unused or user-defined pieces are not supported",
+            ));
         }
-        let cuts = match (as_suffix, space_after_other, other_after_space) {
-            (false, false, _) => WordCuts::BeforeSpace,
-            (true, _, false) => WordCuts::AfterSpace,
-            _ => WordCuts::None,
-        };
-        let user_defined = if user_defined.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .start_kind(StartKind::Anchored)
-                    .build(&user_defined)
-                    .map_err(|e| Error::invalid(format!("user-defined pieces: {e}")))?,
-            )
-        };
-        Ok(Merges {
-            pairs,
-            char_ids,
-            ascii_ids,
-            mergeable,
-            user_defined,
-            cuts,
-            has_unused,
-            instance: new_instance(),
-        })
+        let mut char_ids = FxHashMap::default();
+        for (text, &id) in &scan.mergeable {
+            let mut chars = text.chars();
+            if let (Some(c), None) = (chars.next(), chars.next()) {
+                char_ids.insert(c, id);
+            }
+        }
+        let mut pairs = FxHashMap::default();
+        let mut text = String::new();
+        for (rank, &(left, right)) in ranked.iter().enumerate() {
+            let piece = |id: u32| {
+                pieces
+                    .get(id as usize)
+                    .filter(|p| p.kind == PieceKind::Normal)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "merge {rank} has the id {id}, which is no ordinary token"
+                        ))
+                    })
+            };
+            let (l, r) = (piece(left)?, piece(right)?);
+            text.clear();
+            text.push_str(&l.text);
+            text.push_str(&r.text);
+            let Some(&merged) = scan.mergeable.get(text.as_str()) else {
+                return Err(Error::invalid(format!(
+                    "merge {rank} ({:?} {:?}) makes {text:?}, which is not in the vocabulary",
+                    l.text, r.text
+                )));
+            };
+            pairs.insert(pair_key(left, right), (merged, u32::MAX - rank as u32));
+        }
+        scan.finish(pairs, char_ids, false, fuse_unknown, Some(ranked))
+    }
+
+    pub(super) fn ranked(&self) -> Option<&[(u32, u32)]> {
+        self.ranked.as_deref()
+    }
+
+    pub(super) fn fuse_unknown(&self) -> bool {
+        self.fuse_unknown
     }
 
     /// The symbol id of the character `c` (`NONE` if no piece holds it).
@@ -441,6 +546,7 @@ impl UnigramModel {
                 Some(s.id)
             };
             self.push_symbol(
+                merges,
                 text,
                 id.filter(|&id| (id as usize) < self.pieces.len()),
                 &unmerged,
@@ -455,6 +561,7 @@ impl UnigramModel {
     /// unknown piece or its bytes.
     fn push_symbol(
         &self,
+        merges: &Merges,
         text: &str,
         id: Option<u32>,
         unmerged: &FxHashMap<u32, u32>,
@@ -465,8 +572,8 @@ impl UnigramModel {
             if let Some(&left) = unmerged.get(&id) {
                 let (left, right) = text.split_at(left as usize);
                 let piece = |text: &str| self.piece_id(text).filter(|&id| self.is_mergeable(id));
-                self.push_symbol(left, piece(left), unmerged, out);
-                return self.push_symbol(right, piece(right), unmerged, out);
+                self.push_symbol(merges, left, piece(left), unmerged, out);
+                return self.push_symbol(merges, right, piece(right), unmerged, out);
             }
             out.ids.push(id);
             out.at += len;
@@ -486,7 +593,7 @@ impl UnigramModel {
                     ends.extend(std::iter::repeat_n(out.at | SAME_SPAN, text.len() - 1));
                 }
             }
-            None if out.after_unknown => {
+            None if out.after_unknown && merges.fuse_unknown => {
                 if let Some(end) = out.ends.as_deref_mut().and_then(|e| e.last_mut()) {
                     *end = out.at;
                 }

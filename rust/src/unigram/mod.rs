@@ -229,12 +229,36 @@ impl UnigramModel {
     pub fn with_segmentation(mut self, segmentation: Segmentation) -> Result<Self> {
         self.merges = match segmentation {
             Segmentation::Unigram => None,
-            Segmentation::Bpe => Some(Box::new(merges::Merges::new(
+            Segmentation::Bpe => Some(Box::new(merges::Merges::by_scores(
                 &self.pieces,
                 self.whitespace.as_suffix,
             )?)),
         };
         Ok(self)
+    }
+
+    /// The model as a BPE model that merges as Hugging Face's does: the
+    /// pairs of `ranked` (piece ids, best first) into the piece they spell,
+    /// characters that are no piece unknown from the start, and a run of
+    /// unknown characters one unknown piece with `fuse_unknown`.
+    pub fn with_ranked_merges(
+        mut self,
+        ranked: Vec<(u32, u32)>,
+        fuse_unknown: bool,
+    ) -> Result<Self> {
+        self.merges = Some(Box::new(merges::Merges::by_ranks(
+            &self.pieces,
+            ranked,
+            fuse_unknown,
+        )?));
+        Ok(self)
+    }
+
+    /// A BPE model's merges by rank and its `fuse_unknown`, if it merges as
+    /// Hugging Face's does (see [`UnigramModel::with_ranked_merges`]).
+    pub fn ranked_merges(&self) -> Option<(&[(u32, u32)], bool)> {
+        let merges = self.merges.as_ref()?;
+        Some((merges.ranked()?, merges.fuse_unknown()))
     }
 
     pub fn segmentation(&self) -> Segmentation {
