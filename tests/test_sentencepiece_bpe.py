@@ -202,14 +202,23 @@ def test_word_and_character_models_are_refused(tmp_path):
             polytok.load(prefix + ".model")
 
 
-def test_not_written_as_tokenizer_json_yet(tmp_path):
-    """Hugging Face's BPE merges by pair ranks, not piece scores: until a
-    translation is proven, the export says so instead of writing another
-    tokenizer."""
+def test_written_as_tokenizer_json(flores, tmp_path):
+    """A .model-loaded BPE model written as Hugging Face's BPE (merges
+    ranked by piece score, as transformers' converter ranks them):
+    `tokenizers` gives polytok's ids and offsets on every FLORES-200 line."""
+    tokenizers = pytest.importorskip("tokenizers")
     ours, _ = _loaded(mistral("tokenizer.model.v1"))
-    with pytest.raises(ValueError, match="SentencePiece BPE model is not written as Hugging Face's yet"):
-        ours.save(tmp_path / "tokenizer.json")
-    assert not (tmp_path / "tokenizer.json").exists()
+    ours.save(tmp_path / "tokenizer.json")
+    theirs = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    lines = [line for language in sorted(flores) for line in flores[language]]
+    mine = ours.encode_batch(lines)
+    encodings = theirs.encode_batch(lines)
+    assert [i for i, (a, b) in enumerate(zip(mine, encodings)) if a.ids != b.ids] == []
+    assert [i for i, (a, b) in enumerate(zip(mine, encodings)) if a.offsets != b.offsets][:5] == []
+    assert [theirs.decode(e.ids) for e in encodings[::500]] == [ours.decode(m.ids) for m in mine[::500]]
+    # User-defined pieces have no place in Hugging Face's BPE: named.
+    with pytest.raises(ValueError, match="user-defined: Hugging Face's BPE has no such pieces"):
+        polytok.load(mistral("mistral_instruct_tokenizer_241114.model.v7")).save(tmp_path / "v7.json")
 
 
 def test_cli_names_the_model():
@@ -330,3 +339,14 @@ def test_refused_settings_are_named(mistral_json, tmp_path):
     edited.write_text(json.dumps(document))
     with pytest.raises(polytok.TokenizerFileError, match="merges.*\"zzz\", which is not in the vocabulary"):
         polytok.load(edited)
+
+
+def test_trained_models_written_as_tokenizer_json(trained, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    ours, reference, path = trained
+    if "user_defined" in path or "nmt_nfkc" in path:
+        pytest.skip("user-defined pieces have no place in Hugging Face's BPE (refused, see above)")
+    ours.save(tmp_path / "t.json")
+    theirs = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
+    texts = CORPUS_LINES[::3] + ["  two  spaces  ", "tab\there", "𒀀 unknown", "▁x", "", "one  \n  two \n"]
+    assert [e.ids for e in theirs.encode_batch(texts)] == ours.encode_batch_ids(texts)

@@ -119,9 +119,11 @@ fn sentencepiece_steps(
         // SentencePiece trims the end, then puts the suffix after any text
         // that was more than spaces ("▁" alone keeps one): one step does both.
         let trailing = if ws.escape { "[ \u{2581}]" } else { " " };
-        steps.push(replace("^ +", ""));
+        // `\A`, not `^`, and no `(?s)`: Oniguruma (Hugging Face's engine,
+        // for exported files) reads `^` as a line start and has no `(?s)`.
+        steps.push(replace("\\A +", ""));
         steps.push(replace(" {2,}", " "));
-        steps.push(replace(&format!("(?s){trailing}*\\z"), " "));
+        steps.push(replace(&format!("{trailing}*\\z"), " "));
     } else if ws.remove_extra {
         steps.push(json!({"type": "RemoveExtraWhitespaces", "trailing_metaspace": ws.escape}));
     }
@@ -130,7 +132,7 @@ fn sentencepiece_steps(
         steps.push(json!({"type": "Prepend", "prepend": " "}));
     }
     if suffix && !ws.remove_extra {
-        steps.push(replace("(?s)(?<=.)\\z", " "));
+        steps.push(replace("(?<=[\\s\\S])\\z", " "));
     }
     let normalizer = match steps.len() {
         0 => None,

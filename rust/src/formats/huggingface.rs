@@ -39,6 +39,7 @@
 //! its place in the file (`pre_tokenizer.pretokenizers[1]: ...`), never a
 //! tokenizer that encodes differently.
 
+use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use crate::bpe::BpeModel;
@@ -91,17 +92,9 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
             (pre_tokenizer, json, Vec::new())
         }
         Model::WordPiece(m) => (pre_tokenizer, export_wordpiece(m), Vec::new()),
-        Model::Unigram(m) if m.ranked_merges().is_some() => {
-            let (json, control) = export_character_bpe(m);
-            (pre_tokenizer, json, control)
-        }
         Model::Unigram(m) if m.segmentation() == Segmentation::Bpe => {
-            // Hugging Face's BPE merges by pair ranks, SentencePiece's by
-            // piece scores (the leftmost among equal ones): not the same
-            // choice on every text.
-            return Err(cannot(
-                "a SentencePiece BPE model is not written as Hugging Face's yet".to_owned(),
-            ));
+            let (json, control) = export_character_bpe(m).map_err(cannot)?;
+            (pre_tokenizer, json, control)
         }
         Model::Unigram(m) => {
             let (json, control) = export_unigram(m).map_err(cannot)?;
@@ -344,12 +337,37 @@ fn export_unigram(
     Ok((json, control))
 }
 
-/// A BPE model that merges by rank (read from a tokenizer.json) as
-/// Hugging Face's character-level BPE, with its control pieces (added
-/// tokens).
-fn export_character_bpe(model: &UnigramModel) -> (Value, Vec<(String, u32)>) {
-    let (merges, fuse_unknown) = model.ranked_merges().expect("a model that merges by rank");
+/// A SentencePiece BPE model as Hugging Face's character-level BPE, with
+/// its control pieces (added tokens). A model read from a tokenizer.json
+/// keeps its merges; one read from a `.model` gets them as `transformers`'
+/// converter makes them: every split of each normal piece into two normal
+/// pieces, by the piece's score (best first), then its id, then the split's
+/// text. Hugging Face then takes the better-ranked of two overlapping pairs
+/// where SentencePiece takes the leftmost of two equal scores: the two
+/// differ only where two pieces of equal score compete for a character.
+fn export_character_bpe(
+    model: &UnigramModel,
+) -> std::result::Result<(Value, Vec<(String, u32)>), String> {
     let pieces = model.pieces();
+    if let Some((id, p)) = pieces
+        .iter()
+        .enumerate()
+        .find(|(_, p)| matches!(p.kind, PieceKind::UserDefined | PieceKind::Unused))
+    {
+        return Err(format!(
+            "piece {id} ({:?}) is {}: Hugging Face's BPE has no such pieces",
+            p.text,
+            if p.kind == PieceKind::Unused {
+                "unused"
+            } else {
+                "user-defined"
+            }
+        ));
+    }
+    let (merges, fuse_unknown) = match model.ranked_merges() {
+        Some((merges, fuse_unknown)) => (merges.to_vec(), fuse_unknown),
+        None => (merges_by_score(pieces), true),
+    };
     let control = pieces
         .iter()
         .enumerate()
@@ -372,7 +390,36 @@ fn export_character_bpe(model: &UnigramModel) -> (Value, Vec<(String, u32)>) {
         "fuse_unk": fuse_unknown, "byte_fallback": model.byte_fallback(), "ignore_merges": false,
         "vocab": vocab, "merges": merges,
     });
-    (json, control)
+    Ok((json, control))
+}
+
+/// Merges that rank SentencePiece's pieces by score (see
+/// `export_character_bpe`).
+fn merges_by_score(pieces: &[Piece]) -> Vec<(u32, u32)> {
+    let normal: FxHashMap<&str, u32> = pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind == PieceKind::Normal)
+        .map(|(id, p)| (p.text.as_str(), id as u32))
+        .collect();
+    let mut ranked = Vec::new();
+    for (&text, &id) in &normal {
+        for (split, _) in text.char_indices().skip(1) {
+            let (left, right) = text.split_at(split);
+            if let (Some(&l), Some(&r)) = (normal.get(left), normal.get(right)) {
+                ranked.push((pieces[id as usize].score, id, left, right, l, r));
+            }
+        }
+    }
+    ranked.sort_by(|a, b| {
+        // -0.0 and 0.0 tie, as in Python's sort.
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(b.2))
+            .then(a.3.cmp(b.3))
+    });
+    ranked.into_iter().map(|(.., l, r)| (l, r)).collect()
 }
 
 /// SentencePiece's decoding in Hugging Face's steps: `▁` back to spaces,
