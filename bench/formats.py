@@ -18,7 +18,10 @@ The files (written to a temporary directory outside the project):
   polytok, ``mistral-common`` (the reference) and ``kitoken``;
 * ``Mistral .model``: ``tokenizer.model.v1`` from ``mistral-common``
   (SentencePiece BPE with byte fallback, Llama 2's design); read by
-  polytok, ``sentencepiece`` (the reference) and ``kitoken``.
+  polytok, ``sentencepiece`` (the reference) and ``kitoken``;
+* ``Mistral tokenizer.json``: the same model written by polytok as Hugging
+  Face's character-level BPE (byte fallback, Metaspace); read by polytok,
+  ``tokenizers`` (the reference), ``fastokens`` and ``kitoken``.
 
 Ids are those of the text alone (no template tokens). For each file and
 reader: the load time (median of the rounds, each a fresh load), then
@@ -47,6 +50,7 @@ READERS = {
     "BERT tokenizer.json": ("tokenizers", "polytok", "kitoken"),
     "Tekken": ("mistral-common", "polytok", "kitoken"),
     "Mistral .model": ("sentencepiece", "polytok", "kitoken"),
+    "Mistral tokenizer.json": ("tokenizers", "polytok", "fastokens", "kitoken"),
 }
 
 
@@ -65,6 +69,8 @@ def write_files(directory: Path) -> dict[str, Path]:
     paths["BERT tokenizer.json"].write_text(json.dumps(bert), encoding="utf-8")
     paths["Tekken"] = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
     paths["Mistral .model"] = Path(mistral_common.__file__).parent / "data" / "tokenizer.model.v1"
+    paths["Mistral tokenizer.json"] = directory / "mistral.json"
+    polytok.load(paths["Mistral .model"]).save(paths["Mistral tokenizer.json"])
     return paths
 
 

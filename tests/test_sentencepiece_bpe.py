@@ -42,9 +42,10 @@ def mistral(name: str) -> str:
 
 
 def train(directory, name: str, **options) -> str:
-    """A SentencePiece BPE model of 3000 pieces (identity normalization)."""
-    options = {"character_coverage": 0.98, "normalization_rule_name": "identity", **options}
-    return train_sentencepiece(directory, name, model_type="bpe", vocab_size=3000, **options)
+    """A SentencePiece BPE model (3000 pieces, identity normalization,
+    unless ``options`` say otherwise)."""
+    options = {"character_coverage": 0.98, "normalization_rule_name": "identity", "vocab_size": 3000, **options}
+    return train_sentencepiece(directory, name, model_type="bpe", **options)
 
 
 TRAINED = {
@@ -350,3 +351,71 @@ def test_trained_models_written_as_tokenizer_json(trained, tmp_path):
     theirs = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
     texts = CORPUS_LINES[::3] + ["  two  spaces  ", "tab\there", "𒀀 unknown", "▁x", "", "one  \n  two \n"]
     assert [e.ids for e in theirs.encode_batch(texts)] == ours.encode_batch_ids(texts)
+
+
+# ------------------------------------------------ training with polytok's BPE
+
+
+POLYTOK_TRAINED = {
+    "byte_fallback": {"byte_fallback": True},
+    "unknown": {"character_coverage": 0.98},
+    "digits_no_prefix": {"split_digits": True, "add_dummy_prefix": False, "max_piece_length": 6},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(POLYTOK_TRAINED))
+def polytok_trained(request, tmp_path_factory):
+    """(polytok, sentencepiece) for a model trained by polytok and written as .model."""
+    tok = polytok.SentencePieceBPETokenizer.train(CORPORA, vocab_size=6000, progress=False, **POLYTOK_TRAINED[request.param])
+    path = tmp_path_factory.mktemp("trained") / f"{request.param}.model"
+    tok.save_sentencepiece(path)
+    return tok, spm.SentencePieceProcessor(model_file=str(path)), request.param
+
+
+def test_polytok_trained_model_in_sentencepiece(polytok_trained, flores):
+    ours, theirs, name = polytok_trained
+    assert ours.vocab_size == theirs.get_piece_size() == 6000
+    lines = CORPUS_LINES + [line for language in sorted(flores)[::20] for line in flores[language][:100]]
+    assert ours.encode_batch_ids(lines) == theirs.encode(lines)
+    ids = ours.encode_batch_ids(lines[::25])
+    assert [ours.decode(i) for i in ids] == [theirs.decode(i) for i in ids]
+    pieces = [ours.id_to_token(i) for i in range(ours.vocab_size)]
+    if name == "digits_no_prefix":
+        assert not [p for p in pieces if len(p) > 1 and any(c.isdigit() for c in p)]
+        assert max(len(p) for p in pieces if not p.startswith("<")) <= 6
+    # One script per piece (SentencePiece's split_by_unicode_script).
+    assert "es." not in pieces and ".▁" not in pieces
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=adversarial)
+def test_polytok_trained_model_on_adversarial_text(polytok_trained, text):
+    ours, theirs, _ = polytok_trained
+    assert ours.encode(text).ids == theirs.encode(text)
+
+
+def test_polytok_training_compresses_as_sentencepiece_does(tmp_path):
+    """polytok's BPE trainer against SentencePiece's, same corpus and size:
+    within 1% of its token count on the corpora, and the same file twice."""
+    ours = polytok.SentencePieceBPETokenizer.train(CORPORA, vocab_size=8000, byte_fallback=True, progress=False)
+    reference = spm.SentencePieceProcessor(
+        model_file=train(tmp_path, "sp8k", vocab_size=8000, byte_fallback=True, character_coverage=0.9995)
+    )
+    mine = sum(map(len, ours.encode_batch_ids(CORPUS_LINES)))
+    theirs = sum(map(len, reference.encode(CORPUS_LINES)))
+    assert abs(mine - theirs) <= 0.01 * theirs, (mine, theirs)
+    again = polytok.SentencePieceBPETokenizer.train_from_iterator(
+        (path.read_text() for path in sorted(CORPORA.glob("*.txt"))), vocab_size=8000, byte_fallback=True, progress=False
+    )
+    ours.save_sentencepiece(tmp_path / "a.model")
+    again.save_sentencepiece(tmp_path / "b.model")
+    assert (tmp_path / "a.model").read_bytes() == (tmp_path / "b.model").read_bytes()
+
+
+def test_polytok_training_limits_are_named():
+    with pytest.raises(ValueError, match="vocab_size 300 is too small"):
+        polytok.SentencePieceBPETokenizer.train(CORPORA, vocab_size=300, byte_fallback=True, progress=False)
+    with pytest.raises(ValueError, match="vocab_size 500000 is more than this corpus can give"):
+        polytok.SentencePieceBPETokenizer.train_from_iterator(["a small text, a small text"], vocab_size=500_000, progress=False)
+    with pytest.raises(ValueError, match="min_frequency"):
+        polytok.SentencePieceBPETokenizer.train(CORPORA, vocab_size=6000, min_frequency=-1, progress=False)

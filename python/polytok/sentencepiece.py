@@ -7,12 +7,18 @@ and sampling."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from polytok import _core
-from polytok._args import id_error
+from polytok._args import id_error, text_list, whole_numbers
+from polytok._counting import corpus_record, count_files, count_texts
 from polytok._files import PathLike, atomic_write
+from polytok._progress import progress_callback, wanted
 from polytok.tokenizer import Preset
+
+#: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
+SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 
 
 class SentencePieceTokenizer(Preset):
@@ -34,6 +40,30 @@ class SentencePieceTokenizer(Preset):
         from polytok.unigram import UnigramTokenizer
 
         return UnigramTokenizer if core.segmentation == "unigram" else SentencePieceBPETokenizer
+
+    # ----------------------------------------------------------------- training
+
+    #: The trainer's settings among a trainer's arguments, and those of
+    #: them that are whole numbers.
+    _SETTINGS: tuple[str, ...]
+    _WHOLE_NUMBERS: tuple[str, ...]
+    #: The counter's settings, recorded with the trainer's.
+    _WHITESPACE = ("remove_extra_whitespaces", "add_dummy_prefix")
+
+    @classmethod
+    def _settings(cls, arguments: dict) -> dict:
+        """The trainer's settings among a trainer's arguments."""
+        settings = {name: arguments[name] for name in cls._SETTINGS}
+        settings["special_tokens"] = text_list(settings["special_tokens"], "special_tokens")
+        whole_numbers(**{name: settings[name] for name in cls._WHOLE_NUMBERS})
+        return settings
+
+    @classmethod
+    def _train_counted(cls, counter: _core.PieceCounter, settings: dict, callback) -> SentencePieceTokenizer:
+        corpus = corpus_record(counter)
+        core = _core.Unigram.train(counter, {**settings, "segmentation": cls._segmentation}, callback)
+        whitespace = {name: core.whitespace[name] for name in cls._WHITESPACE}
+        return cls(core, {**settings, **whitespace, "corpus": corpus})
 
     # -------------------------------------------------------------------- files
 
@@ -117,7 +147,92 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
     per run), or their UTF-8 bytes as ``<0xHH>`` pieces with byte fallback.
     Text is handled and decoded as in :class:`polytok.UnigramTokenizer`.
 
-    Load one with :meth:`from_sentencepiece` or :func:`polytok.load`.
+    Train one with :meth:`train` or :meth:`train_from_iterator`, or load
+    one with :meth:`from_sentencepiece` or :func:`polytok.load`.
     """
 
     _segmentation = "bpe"
+
+    @classmethod
+    def train(
+        cls,
+        files: PathLike | Iterable[PathLike],
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        min_frequency: int = 2,
+        remove_extra_whitespaces: bool = True,
+        add_dummy_prefix: bool = True,
+        errors: Literal["strict", "replace"] = "strict",
+        progress: bool | None = None,
+    ) -> SentencePieceBPETokenizer:
+        """Learn a SentencePiece BPE model (Llama 2's and Mistral's design)
+        from text files with polytok's BPE trainer.
+
+        Each line is one sentence, its spaces handled as SentencePiece does
+        (``remove_extra_whitespaces``, ``add_dummy_prefix``) and written
+        ``▁``; the words (each from a ``▁`` on) are counted. The characters
+        that make ``character_coverage`` of the text are the symbols (the
+        rarer ones are ``<unk>``, or their bytes with ``byte_fallback``);
+        the most frequent pair of neighbouring symbols merges first (ties:
+        the older symbols), never across words, into pieces of at most
+        ``max_piece_length`` characters, one Unicode script
+        (``split_by_script``) and no digit with anything else
+        (``split_digits``), as SentencePiece's rules; pairs seen fewer than
+        ``min_frequency`` times never merge. Piece ``i`` of the merges
+        scores ``-i``, so encoding replays the merges in training order.
+
+        ``vocab_size`` counts ``unk_token`` (id 0), ``special_tokens``
+        (control pieces, next), the 256 ``<0xHH>`` pieces with
+        ``byte_fallback``, the merged pieces and the characters (last).
+        :meth:`save_sentencepiece` writes a ``.model`` file that
+        ``sentencepiece`` loads and encodes the same. ``files``: paths,
+        directories (every ``.txt`` below) and glob patterns, UTF-8
+        (``errors="replace"`` replaces bad bytes). ``progress``: progress
+        bars on stderr (default: when it is a terminal). The same corpus
+        and settings give the same model.
+        """
+        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
+        settings = cls._settings(locals())
+        with progress_callback(wanted(progress)) as callback:
+            count_files(counter, files, errors, callback)
+            return cls._train_counted(counter, settings, callback)
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        min_frequency: int = 2,
+        remove_extra_whitespaces: bool = True,
+        add_dummy_prefix: bool = True,
+        progress: bool | None = None,
+    ) -> SentencePieceBPETokenizer:
+        """Learn a SentencePiece BPE model from strings (any iterable,
+        consumed once; each line of each string is a sentence). Arguments as
+        in :meth:`train`."""
+        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
+        settings = cls._settings(locals())
+        count_texts(counter, texts)
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(counter, settings, callback)
+
+    _SETTINGS = (
+        "vocab_size", "character_coverage", "byte_fallback", "unk_token", "special_tokens",
+        "max_piece_length", "split_by_script", "split_digits", "min_frequency",
+    )
+    _WHOLE_NUMBERS = ("vocab_size", "max_piece_length", "min_frequency")

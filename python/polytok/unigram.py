@@ -10,14 +10,13 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from polytok import _core
-from polytok._counting import corpus_record, count_files, count_texts, without_surrogates
-from polytok._args import text_list, whole_numbers
+from polytok._counting import count_files, count_texts, without_surrogates
 from polytok._files import PathLike
 from polytok._progress import progress_callback, wanted
-from polytok.sentencepiece import SentencePieceTokenizer
+from polytok.sentencepiece import SPECIAL_TOKENS, SentencePieceTokenizer
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
-UNIGRAM_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
+UNIGRAM_SPECIAL_TOKENS = SPECIAL_TOKENS
 
 
 class UnigramTokenizer(SentencePieceTokenizer):
@@ -133,24 +132,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         "max_piece_length", "split_by_script", "split_digits", "seed_size", "shrinking_factor",
         "sub_iterations",
     )
-    #: The counter's settings, recorded with the trainer's.
-    _WHITESPACE = ("remove_extra_whitespaces", "add_dummy_prefix")
-
-    @classmethod
-    def _settings(cls, arguments: dict) -> dict:
-        """The trainer's settings among a trainer's arguments."""
-        settings = {name: arguments[name] for name in cls._SETTINGS}
-        settings["special_tokens"] = text_list(settings["special_tokens"], "special_tokens")
-        whole_numbers(**{name: settings[name] for name in ("vocab_size", "max_piece_length", "seed_size", "sub_iterations")})
-        return settings
-
-    @classmethod
-    def _train_counted(cls, counter: _core.PieceCounter, settings: dict, callback) -> UnigramTokenizer:
-        corpus = corpus_record(counter)
-        core = _core.Unigram.train(counter, settings, callback)
-        whitespace = {name: core.whitespace[name] for name in cls._WHITESPACE}
-        return cls(core, {**settings, **whitespace, "corpus": corpus})
-
+    _WHOLE_NUMBERS = ("vocab_size", "max_piece_length", "seed_size", "sub_iterations")
     def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
         """The ``k`` best segmentations of ``text`` with their scores (sums of
         piece log-probabilities), best first; the first is :meth:`encode`'s."""

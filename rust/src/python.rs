@@ -890,7 +890,8 @@ impl Unigram {
     /// Learns a model from a SentencePiece counter's words (which it
     /// empties), with the counter's whitespace handling.
     /// `settings`: the trainer's settings by name, as its Python keyword
-    /// arguments (not the counter's).
+    /// arguments (not the counter's); `"segmentation": "bpe"` trains a
+    /// SentencePiece BPE model (with `min_frequency`) instead.
     #[staticmethod]
     #[pyo3(signature = (counter, settings, progress = None))]
     fn train(
@@ -920,9 +921,21 @@ impl Unigram {
             sub_iterations: s.or("sub_iterations", d.sub_iterations)?,
             whitespace: d.whitespace,
         };
+        let segmentation: String = s.or("segmentation", "unigram".to_owned())?;
+        let min_frequency: u64 = s.or("min_frequency", 2)?;
         s.finish()?;
         let counts = std::mem::take(&mut *counter.lock());
-        let model = with_progress(py, progress, |p| unigram::train(counts, &settings, p))?;
+        let model = match segmentation.as_str() {
+            "unigram" => with_progress(py, progress, |p| unigram::train(counts, &settings, p))?,
+            "bpe" => with_progress(py, progress, |p| {
+                unigram::train_bpe(counts, &settings, min_frequency, p)
+            })?,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "segmentation must be \"unigram\" or \"bpe\", not {other:?}"
+                )))
+            }
+        };
         Unigram::new(py, model)
     }
 

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 
 pub(crate) use encoder::EncodeState;
 pub(crate) use encoder::{PieceCache, CACHED_PIECE};
-pub use trainer::{train, TrainerSettings};
+pub use trainer::{train, train_characters, TrainerSettings};
 
 use crate::error::{Error, Result};
 use crate::pair_index::pair_key;

@@ -109,7 +109,27 @@ struct Candidates {
     floor: u64,
     /// `min_frequency`, at least 1.
     min_count: u64,
-    max_token_bytes: usize,
+    /// The longest token that may be made, in `measure`'s units.
+    max_token_len: usize,
+    measure: Measure,
+}
+
+/// What a token's length limit counts: its bytes (byte-level BPE) or its
+/// characters (SentencePiece-style BPE, whose tokens are UTF-8 text).
+#[derive(Clone, Copy)]
+enum Measure {
+    Bytes,
+    Chars,
+}
+
+impl Measure {
+    #[inline]
+    fn len(self, token: &[u8]) -> usize {
+        match self {
+            Measure::Bytes => token.len(),
+            Measure::Chars => token.iter().filter(|&&b| b & 0xC0 != 0x80).count(),
+        }
+    }
 }
 
 /// When the heap runs dry, the waiting pairs counted at least
@@ -117,13 +137,14 @@ struct Candidates {
 const HEAP_SPAN: u64 = 4;
 
 impl Candidates {
-    fn new(min_count: u64, max_token_bytes: usize) -> Self {
+    fn new(min_count: u64, max_token_len: usize, measure: Measure) -> Self {
         Candidates {
             heap: BinaryHeap::new(),
             waiting: Vec::new(),
             floor: u64::MAX,
             min_count,
-            max_token_bytes,
+            max_token_len,
+            measure,
         }
     }
 
@@ -131,9 +152,8 @@ impl Candidates {
     /// enough, and its merged token (of `tokens`) within the length limit.
     fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
         let (left, right) = pair_ids(pair);
-        if count < self.min_count
-            || tokens[left as usize].len() + tokens[right as usize].len() > self.max_token_bytes
-        {
+        let len = |id: u32| self.measure.len(&tokens[id as usize]);
+        if count < self.min_count || len(left) + len(right) > self.max_token_len {
             return;
         }
         let candidate = Candidate { count, pair };
@@ -186,40 +206,10 @@ pub fn train(
     let candidates = Candidates::new(
         settings.min_frequency.max(1),
         settings.max_token_bytes.unwrap_or(usize::MAX),
+        Measure::Bytes,
     );
-    let mut state = State::new(counts, candidates)?;
-    let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
-
-    progress.force(Stage::Merging, 0, total_merges)?;
-    while state.tokens.len() < target_tokens {
-        let Some(Candidate { count, pair }) = state.candidates.pop() else {
-            break;
-        };
-        let current = state.index.count(pair);
-        if current != count {
-            state.candidates.push(&state.tokens, pair, current);
-            continue;
-        }
-        let (left, right) = pair_ids(pair);
-        let new_id = state.tokens.len() as u32;
-        let merged = [
-            &state.tokens[left as usize][..],
-            &state.tokens[right as usize][..],
-        ]
-        .concat();
-        state.tokens.push(merged);
-        merges.push((left, right));
-        state.apply_merge(left, right, new_id);
-        progress.update(Stage::Merging, merges.len() as u64, total_merges)?;
-    }
-    progress.force(Stage::Merging, merges.len() as u64, total_merges)?;
-
-    let State {
-        index,
-        tokens,
-        candidates,
-    } = state;
-    drop_in_background((index, candidates));
+    let state = State::new(counts, candidates)?;
+    let (tokens, merges) = state.learn(total_merges, progress)?;
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -230,7 +220,81 @@ pub fn train(
     BpeModel::new(tokens, settings.pattern.clone(), special, Some(merges))
 }
 
+/// Learns merges over words already cut into symbols (SentencePiece-style
+/// BPE: `alphabet` holds the text of each symbol id, its characters): as
+/// `train` does, with at most `max_merges` merges, pairs seen fewer than
+/// `min_frequency` times never merged and no token longer than
+/// `max_token_chars` characters. Gives the text of each merged token, in
+/// merge order.
+pub fn train_characters(
+    words: &[(Vec<u32>, u64)],
+    alphabet: Vec<String>,
+    max_merges: usize,
+    min_frequency: u64,
+    max_token_chars: usize,
+    progress: &Progress,
+) -> Result<Vec<String>> {
+    let mut candidates = Candidates::new(min_frequency.max(1), max_token_chars, Measure::Chars);
+    let index = PairIndex::new(words, candidates.min_count)?;
+    let tokens: Vec<Vec<u8>> = alphabet.into_iter().map(String::into_bytes).collect();
+    for (pair, count) in index.pairs() {
+        candidates.push(&tokens, pair, count);
+    }
+    let first = tokens.len();
+    let state = State {
+        index,
+        tokens,
+        candidates,
+    };
+    let (tokens, _) = state.learn(max_merges as u64, progress)?;
+    Ok(tokens
+        .into_iter()
+        .skip(first)
+        .map(|t| String::from_utf8(t).expect("tokens of characters are UTF-8"))
+        .collect())
+}
+
+/// Every token's bytes by id, and the merges that made them.
+type Learned = (Vec<Vec<u8>>, Vec<(u32, u32)>);
+
 impl State {
+    /// Merges the most frequent pair, `total_merges` times at most (fewer
+    /// when no pair is left): every token's bytes by id, and the merges.
+    fn learn(mut self, total_merges: u64, progress: &Progress) -> Result<Learned> {
+        let target_tokens = self.tokens.len() + total_merges as usize;
+        let mut merges: Vec<(u32, u32)> = Vec::with_capacity(total_merges as usize);
+        progress.force(Stage::Merging, 0, total_merges)?;
+        while self.tokens.len() < target_tokens {
+            let Some(Candidate { count, pair }) = self.candidates.pop() else {
+                break;
+            };
+            let current = self.index.count(pair);
+            if current != count {
+                self.candidates.push(&self.tokens, pair, current);
+                continue;
+            }
+            let (left, right) = pair_ids(pair);
+            let new_id = self.tokens.len() as u32;
+            let merged = [
+                &self.tokens[left as usize][..],
+                &self.tokens[right as usize][..],
+            ]
+            .concat();
+            self.tokens.push(merged);
+            merges.push((left, right));
+            self.apply_merge(left, right, new_id);
+            progress.update(Stage::Merging, merges.len() as u64, total_merges)?;
+        }
+        progress.force(Stage::Merging, merges.len() as u64, total_merges)?;
+        let State {
+            index,
+            tokens,
+            candidates,
+        } = self;
+        drop_in_background((index, candidates));
+        Ok((tokens, merges))
+    }
+
     fn new(counts: PieceCounts, mut candidates: Candidates) -> Result<Self> {
         // Sorted for speed (see the module docs); no result depends on the
         // order.

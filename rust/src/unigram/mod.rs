@@ -44,7 +44,7 @@ mod trainer;
 
 pub use merges::Segmentation;
 pub use seeds::PieceRules;
-pub use trainer::{train, UnigramTrainerSettings};
+pub use trainer::{train, train_bpe, UnigramTrainerSettings};
 
 use crate::error::{Error, Result};
 

@@ -80,12 +80,7 @@ impl PieceRules {
             if self.split_digits && chars.len() > 1 && c.is_ascii_digit() {
                 return false;
             }
-            let script = match c.script() {
-                Script::Hiragana | Script::Katakana => Some(Script::Han),
-                _ if c == '\u{30FC}' => Some(Script::Han),
-                Script::Inherited => previous,
-                script => Some(script),
-            };
+            let script = piece_script(c, previous);
             if self.split_by_script {
                 if let (Some(a), Some(b)) = (previous, script) {
                     if a != b {
@@ -96,6 +91,59 @@ impl PieceRules {
             previous = script;
         }
         true
+    }
+}
+
+/// A character's script as the rules compare them: Hiragana, Katakana
+/// and the prolonged sound mark count as Han, a combining mark (Inherited)
+/// takes `previous`, the script before it.
+pub(super) fn piece_script(c: char, previous: Option<Script>) -> Option<Script> {
+    match c.script() {
+        Script::Hiragana | Script::Katakana => Some(Script::Han),
+        _ if c == '\u{30FC}' => Some(Script::Han),
+        Script::Inherited => previous,
+        script => Some(script),
+    }
+}
+
+impl PieceRules {
+    /// Cuts a word into the runs within which every piece the rules allow
+    /// lies (no piece crosses a change of script with `split_by_script`, or
+    /// holds a digit with anything else with `split_digits`), leaving out
+    /// the characters `keep` refuses (rare ones); `f` gets each run.
+    pub(super) fn runs<'w>(
+        &self,
+        word: &'w str,
+        keep: impl Fn(char) -> bool,
+        mut f: impl FnMut(&'w str),
+    ) {
+        let mut start = 0;
+        let mut previous: Option<Script> = None;
+        let mut previous_digit = false;
+        for (i, c) in word.char_indices() {
+            if !keep(c) {
+                if i > start {
+                    f(&word[start..i]);
+                }
+                start = i + c.len_utf8();
+                previous = None;
+                continue;
+            }
+            let script = piece_script(c, previous);
+            let digit = self.split_digits && c.is_ascii_digit();
+            let new_script = self.split_by_script
+                && c != SPACE_SYMBOL
+                && matches!((previous, script), (Some(a), Some(b)) if a != b);
+            if i > start && (new_script || digit || previous_digit) {
+                f(&word[start..i]);
+                start = i;
+            }
+            previous = if c == SPACE_SYMBOL { None } else { script };
+            previous_digit = digit;
+        }
+        if start < word.len() {
+            f(&word[start..]);
+        }
     }
 }
 

@@ -133,32 +133,10 @@ pub fn train(
         .into_par_iter()
         .map(|(_, word, count)| (word, count))
         .collect();
-    let n_meta = 1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 };
+    let n_meta = n_meta(settings);
 
     // 1. Characters.
-    let characters = count_characters(&words);
-    let total: u64 = characters.iter().map(|&(_, n)| n).sum();
-    let mut covered = 0u64;
-    let required: Vec<(char, u64)> = characters
-        .iter()
-        .take_while(|&&(_, n)| {
-            let enough = covered as f64 >= settings.character_coverage * total as f64;
-            covered += n;
-            !enough
-        })
-        .copied()
-        .collect();
-    let least = n_meta + required.len();
-    if settings.vocab_size < least {
-        return Err(Error::invalid(format!(
-            "vocab_size {} is too small: the {} special and byte pieces and the {} characters \
-             that make {}% of the text need {least} (lower character_coverage to need fewer)",
-            settings.vocab_size,
-            n_meta,
-            required.len(),
-            settings.character_coverage * 100.0
-        )));
-    }
+    let required = required_characters(&words, settings)?;
     let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
     let corpus = Words::new(&words, &required_set);
     // Hundreds of thousands of allocations: freed on all cores.
@@ -234,6 +212,128 @@ pub fn train(
     // 5. The final vocabulary.
     let pieces = finalize(&vocab, &required, learned, settings);
     UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
+}
+
+/// The unknown, special and byte pieces.
+fn n_meta(settings: &UnigramTrainerSettings) -> usize {
+    1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 }
+}
+
+/// The characters that make `character_coverage` of the words' text, most
+/// frequent first (the others are unknown, or bytes with byte fallback);
+/// an error if they and the meta pieces exceed the vocabulary.
+fn required_characters(
+    words: &[(Vec<u8>, u64)],
+    settings: &UnigramTrainerSettings,
+) -> Result<Vec<(char, u64)>> {
+    let characters = count_characters(words);
+    let total: u64 = characters.iter().map(|&(_, n)| n).sum();
+    let mut covered = 0u64;
+    let required: Vec<(char, u64)> = characters
+        .iter()
+        .take_while(|&&(_, n)| {
+            let enough = covered as f64 >= settings.character_coverage * total as f64;
+            covered += n;
+            !enough
+        })
+        .copied()
+        .collect();
+    let n_meta = n_meta(settings);
+    let least = n_meta + required.len();
+    if settings.vocab_size < least {
+        return Err(Error::invalid(format!(
+            "vocab_size {} is too small: the {} special and byte pieces and the {} characters \
+             that make {}% of the text need {least} (lower character_coverage to need fewer)",
+            settings.vocab_size,
+            n_meta,
+            required.len(),
+            settings.character_coverage * 100.0
+        )));
+    }
+    Ok(required)
+}
+
+/// Learns a SentencePiece BPE model from counted words (a SentencePiece
+/// counter's) with polytok's BPE trainer (`bpe::train_characters`): the
+/// required characters are the symbols (a word is cut at any other
+/// character, which is never part of a piece, and where the rules cut it:
+/// `PieceRules::runs`), the most frequent pair merges first, pieces have
+/// at most `max_piece_chars` characters. The
+/// model's pieces, as SentencePiece lays out a BPE model: the unknown,
+/// special and byte pieces, the merged pieces in merge order scored 0, -1,
+/// -2, ... (so that encoding replays the merges in training order), then
+/// the characters, most frequent first, scored on below. `min_frequency`:
+/// pairs seen fewer times are never merged.
+pub fn train_bpe(
+    counts: PieceCounts,
+    settings: &UnigramTrainerSettings,
+    min_frequency: u64,
+    progress: &Progress,
+) -> Result<UnigramModel> {
+    check(settings)?;
+    if counts.counts.is_empty() {
+        return Err(Error::Corpus("the corpus has no text to train on".into()));
+    }
+    // Sorted: the same input order, so the same merges among ties' ids.
+    let mut words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+    words.par_sort_unstable();
+    let required = required_characters(&words, settings)?;
+    let symbol_of: FxHashMap<char, u32> = required
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, _))| (c, i as u32))
+        .collect();
+    let symbols: Vec<(Vec<u32>, u64)> = words
+        .par_iter()
+        .flat_map_iter(|(word, count)| {
+            let text = std::str::from_utf8(word).expect("counted text is UTF-8");
+            let mut runs = Vec::new();
+            settings.rules.runs(
+                text,
+                |c| symbol_of.contains_key(&c),
+                |run| {
+                    if run.chars().nth(1).is_some() {
+                        runs.push((run.chars().map(|c| symbol_of[&c]).collect(), *count));
+                    }
+                },
+            );
+            runs
+        })
+        .collect();
+    drop(words);
+    let max_merges = settings.vocab_size - n_meta(settings) - required.len();
+    let alphabet = required.iter().map(|&(c, _)| c.to_string()).collect();
+    let merged = crate::bpe::train_characters(
+        &symbols,
+        alphabet,
+        max_merges,
+        min_frequency,
+        settings.rules.max_piece_chars,
+        progress,
+    )?;
+    if merged.len() < max_merges {
+        return Err(Error::invalid(format!(
+            "vocab_size {} is more than this corpus can give: at most {} (no pair is left to merge{})",
+            settings.vocab_size,
+            settings.vocab_size - (max_merges - merged.len()),
+            if min_frequency > 1 { " as often as min_frequency" } else { "" }
+        )));
+    }
+    let mut pieces = meta_pieces(settings);
+    // Two merge paths can spell one piece ("ab" + "c", "a" + "bc"): the
+    // first merge, which scores higher, keeps it.
+    let mut seen = rustc_hash::FxHashSet::default();
+    let learned = merged
+        .into_iter()
+        .filter(|text| seen.insert(text.clone()))
+        .chain(required.into_iter().map(|(c, _)| c.to_string()));
+    pieces.extend(learned.enumerate().map(|(i, text)| Piece {
+        text,
+        score: -(i as f32),
+        kind: PieceKind::Normal,
+    }));
+    UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)?
+        .with_segmentation(super::Segmentation::Bpe)
 }
 
 /// "1 substring", "2 substrings".
@@ -961,6 +1061,18 @@ fn finalize(
     let mut learned_pieces: Vec<(String, f64)> = chosen.into_iter().collect();
     learned_pieces.par_sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
+    let mut pieces = meta_pieces(settings);
+    pieces.extend(learned_pieces.into_iter().map(|(text, score)| Piece {
+        text,
+        score: score as f32,
+        kind: PieceKind::Normal,
+    }));
+    pieces
+}
+
+/// The unknown piece, the special pieces (control) and, with byte
+/// fallback, the 256 byte pieces: the first ids of a trained model.
+fn meta_pieces(settings: &UnigramTrainerSettings) -> Vec<Piece> {
     let control = |text: &str, kind| Piece {
         text: text.to_owned(),
         score: 0.0,
@@ -976,11 +1088,6 @@ fn finalize(
     if settings.byte_fallback {
         pieces.extend((0..=255u8).map(|b| control(&format!("<0x{b:02X}>"), PieceKind::Byte)));
     }
-    pieces.extend(learned_pieces.into_iter().map(|(text, score)| Piece {
-        text,
-        score: score as f32,
-        kind: PieceKind::Normal,
-    }));
     pieces
 }
 
