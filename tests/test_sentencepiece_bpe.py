@@ -419,3 +419,18 @@ def test_polytok_training_limits_are_named():
         polytok.SentencePieceBPETokenizer.train_from_iterator(["a small text, a small text"], vocab_size=500_000, progress=False)
     with pytest.raises(ValueError, match="min_frequency"):
         polytok.SentencePieceBPETokenizer.train(CORPORA, vocab_size=6000, min_frequency=-1, progress=False)
+
+
+def test_cli_trains_one(tmp_path):
+    from click.testing import CliRunner
+
+    from polytok.cli import main
+
+    out = tmp_path / "cli.model"
+    result = CliRunner().invoke(main, ["train", "--model", "sentencepiece-bpe", "--vocab-size", "4000", "--byte-fallback", "-q", str(CORPORA), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    ours, theirs = polytok.load(out), spm.SentencePieceProcessor(model_file=str(out))
+    assert isinstance(ours, polytok.SentencePieceBPETokenizer) and ours.vocab_size == 4000
+    assert ours.encode_batch_ids(CORPUS_LINES[::5]) == theirs.encode(CORPUS_LINES[::5])
+    result = CliRunner().invoke(main, ["train", "--model", "sentencepiece-bpe", "--vocab-size", "4000", "--pattern", "gpt2", str(CORPORA), "-o", str(out)])
+    assert result.exit_code == 2 and "--pattern is an option of bpe training" in result.output

@@ -19,11 +19,11 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.pre_tokenizers import PRESETS
-from polytok.sentencepiece import SentencePieceTokenizer
+from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
 from polytok.wordpiece import BERT_SPECIAL_TOKENS, WordPieceTokenizer
 
-MODELS = ("bpe", "wordpiece", "unigram")
+MODELS = ("bpe", "wordpiece", "unigram", "sentencepiece-bpe")
 Tokenizer = BPETokenizer | WordPieceTokenizer | SentencePieceTokenizer
 
 
@@ -68,31 +68,31 @@ def main() -> None:
 MODEL_OPTIONS = {
     "pattern": ("bpe",),
     "max_token_bytes": ("bpe",),
-    "min_frequency": ("bpe", "wordpiece"),
+    "min_frequency": ("bpe", "wordpiece", "sentencepiece-bpe"),
     "limit_alphabet": ("wordpiece",),
     "cased": ("wordpiece",),
-    "character_coverage": ("unigram",),
-    "byte_fallback": ("unigram",),
-    "max_piece_length": ("unigram",),
-    "split_digits": ("unigram",),
+    "character_coverage": ("unigram", "sentencepiece-bpe"),
+    "byte_fallback": ("unigram", "sentencepiece-bpe"),
+    "max_piece_length": ("unigram", "sentencepiece-bpe"),
+    "split_digits": ("unigram", "sentencepiece-bpe"),
 }
 
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer, in the format the name says: .json (Hugging Face's tokenizer.json), .polytok (polytok JSON, with the training record); or the model alone: .tiktoken (BPE ranks), .txt (WordPiece vocabulary), .model (Unigram, SentencePiece's format).")
-@click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True)
-@click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram: <unk> + special tokens (+ 256 byte pieces) + pieces.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer, in the format the name says: .json (Hugging Face's tokenizer.json), .polytok (polytok JSON, with the training record); or the model alone: .tiktoken (BPE ranks), .txt (WordPiece vocabulary), .model (Unigram and SentencePiece BPE, SentencePiece's format).")
+@click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="bpe: byte-level BPE; sentencepiece-bpe: character-level BPE as SentencePiece's (Llama 2, Mistral).")
+@click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram, SentencePiece BPE: <unk> + special tokens (+ 256 byte pieces) + pieces.")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
-@click.option("--min-frequency", type=click.IntRange(0, 2**63 - 1), default=2, show_default=True, help="BPE, WordPiece: do not merge pairs seen fewer times.")
-@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five); Unigram: control pieces after <unk> (default: <s> </s> <pad>).")
+@click.option("--min-frequency", type=click.IntRange(0, 2**63 - 1), default=2, show_default=True, help="BPE, WordPiece, SentencePiece BPE: do not merge pairs seen fewer times.")
+@click.option("--special-token", "special_tokens", multiple=True, help="A special token (repeatable). BPE: ids after the learned tokens; WordPiece: ids first (default: BERT's five); Unigram, SentencePiece BPE: control pieces after <unk> (default: <s> </s> <pad>).")
 @click.option("--max-token-bytes", type=click.IntRange(2, 2**31 - 1), default=None, help="BPE: longest token to learn, in bytes.")
 @click.option("--limit-alphabet", type=click.IntRange(1, 2**31 - 1), default=None, help="WordPiece: keep only this many characters (the most frequent).")
 @click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
-@click.option("--character-coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9995, show_default=True, help="Unigram: the share of characters the vocabulary covers; rarer ones are <unk> (or bytes).")
-@click.option("--byte-fallback", is_flag=True, help="Unigram: encode rare characters as UTF-8 byte pieces instead of <unk>.")
-@click.option("--max-piece-length", type=click.IntRange(1, 1024), default=16, show_default=True, help="Unigram: longest piece, in characters.")
-@click.option("--split-digits", is_flag=True, help="Unigram: every digit a piece of its own.")
+@click.option("--character-coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9995, show_default=True, help="Unigram, SentencePiece BPE: the share of characters the vocabulary covers; rarer ones are <unk> (or bytes).")
+@click.option("--byte-fallback", is_flag=True, help="Unigram, SentencePiece BPE: encode rare characters as UTF-8 byte pieces instead of <unk>.")
+@click.option("--max-piece-length", type=click.IntRange(1, 1024), default=16, show_default=True, help="Unigram, SentencePiece BPE: longest piece, in characters.")
+@click.option("--split-digits", is_flag=True, help="Unigram, SentencePiece BPE: every digit a piece of its own.")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @click.pass_context
@@ -132,8 +132,7 @@ def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special
             )
             described = f"wordpiece, {'cased' if cased else 'uncased'}"
         else:
-            tokenizer = UnigramTokenizer.train(
-                files,
+            sentencepiece = dict(
                 vocab_size=vocab_size,
                 character_coverage=character_coverage,
                 byte_fallback=byte_fallback,
@@ -143,7 +142,11 @@ def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special
                 errors=errors,
                 progress=progress,
             )
-            described = f"unigram, character coverage {character_coverage}" + (", byte fallback" if byte_fallback else "")
+            if model == "unigram":
+                tokenizer = UnigramTokenizer.train(files, **sentencepiece)
+            else:
+                tokenizer = SentencePieceBPETokenizer.train(files, min_frequency=min_frequency, **sentencepiece)
+            described = f"{model}, character coverage {character_coverage}" + (", byte fallback" if byte_fallback else "")
         _save(tokenizer, output)
         if not quiet:
             corpus = (tokenizer.training or {}).get("corpus", {})
