@@ -233,6 +233,6 @@ def test_train_unigram(tmp_path):
     wrong = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "2000", "--cased", str(CORPORA), "-o", str(out)])
     assert wrong.exit_code == 2 and "--cased is an option of wordpiece training" in wrong.output
     wrong = runner.invoke(main, ["train", "--model", "bpe", "--vocab-size", "6000", "--byte-fallback", str(CORPORA), "-o", str(out)])
-    assert wrong.exit_code == 2 and "--byte-fallback is an option of unigram training" in wrong.output
+    assert wrong.exit_code == 2 and "--byte-fallback is an option of unigram and sentencepiece-bpe training" in wrong.output
     huge = runner.invoke(main, ["train", "--model", "unigram", "--vocab-size", "10000000", "-q", str(CORPORA), "-o", str(out)])
     assert huge.exit_code == 1 and "at most" in huge.output
