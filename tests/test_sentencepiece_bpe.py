@@ -327,15 +327,29 @@ def test_files_of_the_converted_tokenizer(mistral_json, tmp_path):
         ours.model.to_sentencepiece()
 
 
+@pytest.mark.parametrize("name", MISTRAL_FILES[2:])
+def test_converted_with_user_defined_pieces(name, flores, tmp_path):
+    """The converter writes user-defined pieces ([REF], ...) as a Split
+    pre-tokenizer and ignore_merges (a piece that is a token is taken
+    whole): polytok reads both into `tokenizers`' ids and offsets."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = converted(mistral(name), tmp_path)
+    ours, theirs = polytok.load(path), tokenizers.Tokenizer.from_file(path)
+    lines = [line for language in sorted(flores)[::9] for line in flores[language][:200]]
+    lines += [f"See [REF]{i}[/REF] and [REFERENCE_DOC_{i % 25}]: {line}" for i, line in enumerate(CORPUS_LINES[::40])]
+    lines += ["and", "▁and", "the", " the", "[REF]", "[REF][REF]"]
+    encodings = theirs.encode_batch(lines, add_special_tokens=False)
+    mine = ours.encode_batch(lines, add_special_tokens=False)
+    assert [i for i, (a, b) in enumerate(zip(mine, encodings)) if a.ids != b.ids] == []
+    assert [i for i, (a, b) in enumerate(zip(mine, encodings)) if a.offsets != b.offsets] == []
+    ours.save(tmp_path / "again.polytok")
+    assert polytok.load(tmp_path / "again.polytok").encode_batch_ids(lines) == [e.ids for e in encodings]
+
+
 def test_refused_settings_are_named(mistral_json, tmp_path):
     _, _, path = mistral_json
     document = json.loads(open(path, encoding="utf-8").read())
-    document["model"]["ignore_merges"] = True
-    edited = tmp_path / "ignore.json"
-    edited.write_text(json.dumps(document))
-    with pytest.raises(polytok.TokenizerFileError, match="ignore.json.*ignore_merges: true is not supported"):
-        polytok.load(edited)
-    document["model"]["ignore_merges"] = False
+    edited = tmp_path / "bad.json"
     document["model"]["merges"].append(["▁the", "zzz"])
     edited.write_text(json.dumps(document))
     with pytest.raises(polytok.TokenizerFileError, match="merges.*\"zzz\", which is not in the vocabulary"):

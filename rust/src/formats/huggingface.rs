@@ -52,7 +52,9 @@ use crate::text::bert::BertNormalizer;
 use crate::text::pattern::Pattern;
 use crate::text::pre_tokenizers::{PreTokenizerSpec, PrependScheme};
 use crate::tokenizer::PipelineSpec;
-use crate::unigram::{parse_byte_piece, Piece, PieceKind, Segmentation, UnigramModel, Whitespace};
+use crate::unigram::{
+    parse_byte_piece, Piece, PieceKind, RankedSettings, Segmentation, UnigramModel, Whitespace,
+};
 use crate::vocab::SpecialStrip;
 use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
@@ -364,9 +366,15 @@ fn export_character_bpe(
             }
         ));
     }
-    let (merges, fuse_unknown) = match model.ranked_merges() {
-        Some((merges, fuse_unknown)) => (merges.to_vec(), fuse_unknown),
-        None => (merges_by_score(pieces), true),
+    let (merges, settings) = match model.ranked_merges() {
+        Some((merges, settings)) => (merges.to_vec(), settings),
+        None => (
+            merges_by_score(pieces),
+            RankedSettings {
+                fuse_unknown: true,
+                ignore_merges: false,
+            },
+        ),
     };
     let control = pieces
         .iter()
@@ -387,7 +395,8 @@ fn export_character_bpe(
         "type": "BPE", "dropout": null,
         "unk_token": model.unk_id().map(|id| pieces[id as usize].text.clone()),
         "continuing_subword_prefix": null, "end_of_word_suffix": null,
-        "fuse_unk": fuse_unknown, "byte_fallback": model.byte_fallback(), "ignore_merges": false,
+        "fuse_unk": settings.fuse_unknown, "byte_fallback": model.byte_fallback(),
+        "ignore_merges": settings.ignore_merges,
         "vocab": vocab, "merges": merges,
     });
     Ok((json, control))
@@ -1209,14 +1218,11 @@ impl Reader<'_> {
     fn character_bpe(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
         let place = "model";
         let f = self.bpe_fields(document)?;
-        if f.flag(self, "ignore_merges", false)? {
-            return Err(self.error(
-                place,
-                "character-level BPE with ignore_merges: true is not supported by polytok",
-            ));
-        }
         let byte_fallback = f.flag(self, "byte_fallback", false)?;
-        let fuse_unknown = f.flag(self, "fuse_unk", false)?;
+        let settings = RankedSettings {
+            fuse_unknown: f.flag(self, "fuse_unk", false)?,
+            ignore_merges: f.flag(self, "ignore_merges", false)?,
+        };
         let unk_token = match present(f.object.get("unk_token")) {
             None => None,
             Some(_) => Some(f.string(self, "unk_token")?),
@@ -1270,7 +1276,7 @@ impl Reader<'_> {
             })
             .collect::<Result<Vec<_>>>()?;
         let model = model
-            .with_ranked_merges(ranked, fuse_unknown)
+            .with_ranked_merges(ranked, settings)
             .map_err(|e| self.error("model.merges", e))?;
         Ok(Model::Unigram(std::sync::Arc::new(model)))
     }

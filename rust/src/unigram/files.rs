@@ -36,6 +36,7 @@
 //! A BPE model has `"segmentation": "bpe"` (Unigram's is not written);
 //! one read from a Hugging Face tokenizer.json, which merges by rank, also
 //! `"ranked_merges": {"merges": [["▁", "t"], ...], "fuse_unknown": true}`
+//! (and `"ignore_merges": true` where the file has it)
 //! (best first), and has no `.model` form.
 //! `normalization` is left out for the identity; the charsmap is the
 //! `.model`'s blob in standard base64 (as Hugging Face writes it).
@@ -46,7 +47,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Piece, PieceKind, Segmentation, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE};
+use super::{
+    Piece, PieceKind, RankedSettings, Segmentation, UnigramModel, Whitespace, DEFAULT_UNK_SURFACE,
+};
 use crate::error::{Error, Result};
 use crate::model_file::{check_header, damaged, FORMAT_VERSION};
 use crate::text::precompiled::Charsmap;
@@ -116,6 +119,8 @@ struct UnigramFile {
 struct RankedMerges {
     merges: Vec<(String, String)>,
     fuse_unknown: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    ignore_merges: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -385,18 +390,17 @@ impl UnigramModel {
             },
             unk_surface: self.unk_surface.clone(),
             segmentation: self.segmentation(),
-            ranked_merges: self
-                .ranked_merges()
-                .map(|(merges, fuse_unknown)| RankedMerges {
-                    merges: merges
-                        .iter()
-                        .map(|&(l, r)| {
-                            let text = |id: u32| self.pieces[id as usize].text.clone();
-                            (text(l), text(r))
-                        })
-                        .collect(),
-                    fuse_unknown,
-                }),
+            ranked_merges: self.ranked_merges().map(|(merges, settings)| RankedMerges {
+                merges: merges
+                    .iter()
+                    .map(|&(l, r)| {
+                        let text = |id: u32| self.pieces[id as usize].text.clone();
+                        (text(l), text(r))
+                    })
+                    .collect(),
+                fuse_unknown: settings.fuse_unknown,
+                ignore_merges: settings.ignore_merges,
+            }),
             normalization: self.normalization.clone(),
             training: training.cloned(),
             pipeline: pipeline.cloned(),
@@ -444,7 +448,11 @@ impl UnigramModel {
                             Ok((id(l)?, id(r)?))
                         })
                         .collect::<Result<Vec<_>>>()?;
-                    m.with_ranked_merges(ids, ranked.fuse_unknown)
+                    let settings = RankedSettings {
+                        fuse_unknown: ranked.fuse_unknown,
+                        ignore_merges: ranked.ignore_merges,
+                    };
+                    m.with_ranked_merges(ids, settings)
                 }
                 Some(_) => Err(Error::invalid(
                     "ranked_merges need \"segmentation\": \"bpe\"",

@@ -47,6 +47,16 @@ pub enum Segmentation {
     Bpe,
 }
 
+/// Hugging Face's switches of a BPE model that merges by rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankedSettings {
+    /// `fuse_unk`: a run of unknown characters is one unknown token.
+    pub fuse_unknown: bool,
+    /// `ignore_merges`: a pre-tokenized piece that is a token is that
+    /// token, whatever the merges would make of it.
+    pub ignore_merges: bool,
+}
+
 /// Where a text may be cut into words that encode apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum WordCuts {
@@ -86,8 +96,9 @@ pub(super) struct Merges {
     cuts: WordCuts,
     has_unused: bool,
     /// Whether a run of unknown symbols is one unknown piece (always in
-    /// SentencePiece; Hugging Face's `fuse_unk`).
-    fuse_unknown: bool,
+    /// SentencePiece), and whether a piece that is a token is taken whole
+    /// (never in SentencePiece).
+    settings: RankedSettings,
     /// Hugging Face's merges in rank order (left and right piece ids), kept
     /// to be written back; `None` for SentencePiece's rule.
     ranked: Option<Vec<(u32, u32)>>,
@@ -143,7 +154,7 @@ impl<'p> PieceScan<'p> {
         pairs: FxHashMap<u64, (u32, u32)>,
         char_ids: FxHashMap<char, u32>,
         as_suffix: bool,
-        fuse_unknown: bool,
+        settings: RankedSettings,
         ranked: Option<Vec<(u32, u32)>>,
     ) -> Result<Merges> {
         let mut ascii_ids = [NONE; 128];
@@ -174,7 +185,7 @@ impl<'p> PieceScan<'p> {
             user_defined,
             cuts,
             has_unused: self.has_unused,
-            fuse_unknown,
+            settings,
             ranked,
             instance: new_instance(),
         })
@@ -221,7 +232,11 @@ impl Merges {
                 }
             }
         }
-        scan.finish(pairs, char_ids, as_suffix, true, None)
+        let settings = RankedSettings {
+            fuse_unknown: true,
+            ignore_merges: false,
+        };
+        scan.finish(pairs, char_ids, as_suffix, settings, None)
     }
 
     /// Hugging Face's rule: the pairs of `ranked` (piece ids, best first)
@@ -230,7 +245,7 @@ impl Merges {
     pub(super) fn by_ranks(
         pieces: &[Piece],
         ranked: Vec<(u32, u32)>,
-        fuse_unknown: bool,
+        settings: RankedSettings,
     ) -> Result<Self> {
         let scan = PieceScan::new(pieces);
         if scan.has_unused || !scan.user_defined.is_empty() {
@@ -270,15 +285,15 @@ impl Merges {
             };
             pairs.insert(pair_key(left, right), (merged, u32::MAX - rank as u32));
         }
-        scan.finish(pairs, char_ids, false, fuse_unknown, Some(ranked))
+        scan.finish(pairs, char_ids, false, settings, Some(ranked))
     }
 
     pub(super) fn ranked(&self) -> Option<&[(u32, u32)]> {
         self.ranked.as_deref()
     }
 
-    pub(super) fn fuse_unknown(&self) -> bool {
-        self.fuse_unknown
+    pub(super) fn settings(&self) -> RankedSettings {
+        self.settings
     }
 
     /// The symbol id of the character `c` (`NONE` if no piece holds it).
@@ -385,6 +400,11 @@ impl UnigramModel {
             at,
             after_unknown: false,
         };
+        if merges.settings.ignore_merges {
+            if let Some(&id) = merges.mergeable.get(piece) {
+                return self.push_symbol(merges, piece, Some(id), &FxHashMap::default(), &mut out);
+            }
+        }
         BUFFERS.with(|buffers| {
             let buffers = &mut *buffers.borrow_mut();
             if merges.has_unused || merges.cuts == WordCuts::None {
@@ -593,7 +613,7 @@ impl UnigramModel {
                     ends.extend(std::iter::repeat_n(out.at | SAME_SPAN, text.len() - 1));
                 }
             }
-            None if out.after_unknown && merges.fuse_unknown => {
+            None if out.after_unknown && merges.settings.fuse_unknown => {
                 if let Some(end) = out.ends.as_deref_mut().and_then(|e| e.last_mut()) {
                     *end = out.at;
                 }

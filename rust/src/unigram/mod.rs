@@ -42,7 +42,7 @@ mod piece_trie;
 mod seeds;
 mod trainer;
 
-pub use merges::Segmentation;
+pub use merges::{RankedSettings, Segmentation};
 pub use seeds::PieceRules;
 pub use trainer::{train, train_bpe, UnigramTrainerSettings};
 
@@ -239,26 +239,26 @@ impl UnigramModel {
 
     /// The model as a BPE model that merges as Hugging Face's does: the
     /// pairs of `ranked` (piece ids, best first) into the piece they spell,
-    /// characters that are no piece unknown from the start, and a run of
-    /// unknown characters one unknown piece with `fuse_unknown`.
+    /// characters that are no piece unknown from the start, and `settings`'
+    /// switches (`fuse_unk`, `ignore_merges`).
     pub fn with_ranked_merges(
         mut self,
         ranked: Vec<(u32, u32)>,
-        fuse_unknown: bool,
+        settings: RankedSettings,
     ) -> Result<Self> {
         self.merges = Some(Box::new(merges::Merges::by_ranks(
             &self.pieces,
             ranked,
-            fuse_unknown,
+            settings,
         )?));
         Ok(self)
     }
 
-    /// A BPE model's merges by rank and its `fuse_unknown`, if it merges as
+    /// A BPE model's merges by rank and its switches, if it merges as
     /// Hugging Face's does (see [`UnigramModel::with_ranked_merges`]).
-    pub fn ranked_merges(&self) -> Option<(&[(u32, u32)], bool)> {
+    pub fn ranked_merges(&self) -> Option<(&[(u32, u32)], RankedSettings)> {
         let merges = self.merges.as_ref()?;
-        Some((merges.ranked()?, merges.fuse_unknown()))
+        Some((merges.ranked()?, merges.settings()))
     }
 
     pub fn segmentation(&self) -> Segmentation {
