@@ -21,7 +21,11 @@ The files (written to a temporary directory outside the project):
   polytok, ``sentencepiece`` (the reference) and ``kitoken``;
 * ``Mistral tokenizer.json``: the same model written by polytok as Hugging
   Face's character-level BPE (byte fallback, Metaspace); read by polytok,
-  ``tokenizers`` (the reference), ``fastokens`` and ``kitoken``.
+  ``tokenizers`` (the reference), ``fastokens`` and ``kitoken``;
+* ``Unigram .model (nmt_nfkc)``: a 32,000-piece Unigram model that
+  ``sentencepiece`` trains here on the text of the run with its default
+  normalization (T5's and XLM-R's design); read by polytok,
+  ``sentencepiece`` (the reference) and ``kitoken``.
 
 Ids are those of the text alone (no template tokens). For each file and
 reader: the load time (median of the rounds, each a fresh load), then
@@ -51,11 +55,12 @@ READERS = {
     "Tekken": ("mistral-common", "polytok", "kitoken"),
     "Mistral .model": ("sentencepiece", "polytok", "kitoken"),
     "Mistral tokenizer.json": ("tokenizers", "polytok", "fastokens", "kitoken"),
+    "Unigram .model (nmt_nfkc)": ("sentencepiece", "polytok", "kitoken"),
 }
 
 
 def write_files(directory: Path) -> dict[str, Path]:
-    """The three files, written into ``directory``."""
+    """The files, written into ``directory``."""
     polytok = _data.import_polytok()
     import mistral_common
 
@@ -71,6 +76,15 @@ def write_files(directory: Path) -> dict[str, Path]:
     paths["Mistral .model"] = Path(mistral_common.__file__).parent / "data" / "tokenizer.model.v1"
     paths["Mistral tokenizer.json"] = directory / "mistral.json"
     polytok.load(paths["Mistral .model"]).save(paths["Mistral tokenizer.json"])
+    import sentencepiece
+
+    corpus = directory / "corpus.txt"
+    corpus.write_text(_data.en_text(4.0) + "".join(_data.multi_texts(0.4).values()), encoding="utf-8")
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(directory / "nmt_nfkc"), vocab_size=32000,
+        input_sentence_size=200_000, shuffle_input_sentence=True, minloglevel=2,
+    )
+    paths["Unigram .model (nmt_nfkc)"] = directory / "nmt_nfkc.model"
     return paths
 
 
@@ -102,6 +116,7 @@ def loader(reader: str, kind: str, path: Path):
         read = {
             "Tekken": kitoken.Kitoken.from_tekken_file,
             "Mistral .model": kitoken.Kitoken.from_sentencepiece_file,
+            "Unigram .model (nmt_nfkc)": kitoken.Kitoken.from_sentencepiece_file,
         }.get(kind, kitoken.Kitoken.from_tokenizers_file)
         # Tekken through kitoken: ranks, without mistral-common's 1,000
         # special ids in front.

@@ -581,4 +581,24 @@ mod tests {
         };
         assert!(!digits.allows(&"12".chars().map(u32::from).collect::<Vec<_>>()));
     }
+
+    #[test]
+    fn runs_cut_where_no_piece_may_cross() {
+        let runs = |rules: PieceRules, word: &str| {
+            let mut out = Vec::new();
+            rules.runs(word, |c| c != '#', |run| out.push(run.to_owned()));
+            out
+        };
+        // Scripts (a combining mark goes with the letter before it), the
+        // rare character left out, ▁ with what follows it.
+        assert_eq!(runs(RULES, "▁héllo,мир#ok"), ["▁héllo", ",", "мир", "ok"]);
+        assert_eq!(runs(RULES, "▁e\u{301}té"), ["▁e\u{301}té"]);
+        assert_eq!(runs(RULES, "ひらカナ漢字"), ["ひらカナ漢字"]);
+        let digits = PieceRules {
+            split_digits: true,
+            ..RULES
+        };
+        assert_eq!(runs(digits, "▁a12b"), ["▁a", "1", "2", "b"]);
+        assert_eq!(runs(RULES, "▁a12b"), ["▁a", "12", "b"]);
+    }
 }
