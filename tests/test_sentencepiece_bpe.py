@@ -230,6 +230,7 @@ def test_cli_names_the_model():
     path = mistral("tokenizer.model.v1")
     result = CliRunner().invoke(main, ["info", path])
     assert result.exit_code == 0 and "SentencePiece BPE" in result.output and "32000 pieces" in result.output
+    assert "identity" in result.output
     result = CliRunner().invoke(main, ["encode", "-t", path, "--nbest", "2", "hello"])
     assert result.exit_code == 2 and "need a Unigram model" in result.output
     result = CliRunner().invoke(main, ["encode", "-t", path, "Hello world"])

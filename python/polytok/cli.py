@@ -269,6 +269,8 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
             length = lambda i: len(tokenizer.token_bytes(i))  # noqa: E731
         elif isinstance(tokenizer, SentencePieceTokenizer):
             summary.add_row("model", "Unigram (SentencePiece's model)" if isinstance(tokenizer, UnigramTokenizer) else "SentencePiece BPE")
+            rules = tokenizer.normalization
+            summary.add_row("normalization", "identity" if rules is None else rules or "custom rules")
             summary.add_row("vocabulary", f"{tokenizer.vocab_size} pieces")
             summary.add_row("unknown text", "UTF-8 byte pieces" if tokenizer.byte_fallback else "<unk>")
             ordinary = range(tokenizer.vocab_size)
