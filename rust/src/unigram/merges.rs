@@ -15,6 +15,14 @@
 //! byte fallback, its UTF-8 bytes; otherwise a run of them is one unknown
 //! piece.
 //!
+//! A BPE model read from a Hugging Face tokenizer.json (character-level
+//! BPE, as `transformers` converts Llama's and Mistral's models) merges
+//! by `tokenizers`' rule instead (`Merges::by_ranks`): only the pairs its
+//! file lists, the best-ranked first, characters that are no token unknown
+//! from the start, and its `fuse_unk` and `ignore_merges` switches. The
+//! same machinery runs both rules; only the pair table and the switches
+//! differ.
+//!
 //! The merges go through a heap of candidate pairs, stale entries skipped
 //! when popped, as SentencePiece does: O(n log n) for n characters.
 //! Words are encoded apart where no piece can span their boundary: before
@@ -327,9 +335,10 @@ struct Symbol {
 
 const NONE: u32 = u32::MAX;
 
-/// A candidate merge as one number, the best the largest: the score of
-/// the piece it makes (`sortable_score`) above the complement of its left
-/// symbol's index, so that among equal scores the leftmost wins.
+/// A candidate merge as one number, the best the largest: its priority
+/// (the score of the piece it makes as `sortable_score`, or the complement
+/// of its rank) above the complement of its left symbol's index, so that
+/// among equal priorities the leftmost wins.
 ///
 /// Entries are not invalidated when their symbols change: a popped entry
 /// is taken only if the pair now at its left symbol makes a piece of its
