@@ -9,8 +9,10 @@
 //!   training);
 //! - [`model`]: the three models behind one interface; each encodes pieces
 //!   and knows nothing of text: [`bpe`] (byte-level BPE), [`wordpiece`]
-//!   (BERT's, linear time), [`unigram`] (SentencePiece's), each with its
-//!   trainer, encoder and files side by side;
+//!   (BERT's, linear time), [`unigram`] (SentencePiece's models: Unigram,
+//!   and BPE by piece scores or, from a tokenizer.json, by pair ranks, in
+//!   `unigram/merges.rs`), each with its trainer, encoder and files side
+//!   by side (SentencePiece BPE trains with `bpe`'s merge loop);
 //! - [`tokenizer`]: the pipeline (special tokens, normalizer,
 //!   pre-tokenizer, model, post-processor), [`processors`] (templates,
 //!   truncation, padding), [`encoding`] (the result), [`decoders`] (back to

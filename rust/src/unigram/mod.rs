@@ -1,6 +1,8 @@
 //! Unigram language model (Kudo 2018), SentencePiece's default: a
 //! vocabulary of pieces with log-probabilities; a text is segmented into the
-//! pieces whose scores sum highest (Viterbi, `encoder.rs`).
+//! pieces whose scores sum highest (Viterbi, `encoder.rs`). SentencePiece's
+//! BPE models share everything else with it and are this model with
+//! another [`Segmentation`] (`merges.rs`).
 //!
 //! The model encodes pieces: normalized text with spaces written as `▁`
 //! (U+2581). The text handling around it is SentencePiece's, after its
