@@ -67,12 +67,13 @@ def test_bert_counts_equal_tokenizers(corpus, bert_files, bert_reference):
         assert report.row(language)["unknown_rate"] == pytest.approx(unknown / report.row(language)["tokens"])
 
 
-def test_sentencepiece_counts_equal_sentencepiece(corpus, tmp_path):
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_sentencepiece_counts_equal_sentencepiece(corpus, tmp_path, model_type):
     spm = pytest.importorskip("sentencepiece")
-    prefix = tmp_path / "uni"
+    prefix = tmp_path / model_type
     spm.SentencePieceTrainer.train(
         input=",".join(str(p) for p in sorted(CORPORA.glob("*.txt"))), model_prefix=str(prefix),
-        model_type="unigram", vocab_size=3000, normalization_rule_name="identity", byte_fallback=True,
+        model_type=model_type, vocab_size=3000, normalization_rule_name="identity", byte_fallback=True,
         character_coverage=0.99, minloglevel=2,
     )
     model = f"{prefix}.model"

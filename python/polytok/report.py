@@ -272,7 +272,6 @@ class _Subject:
 
 def _subject(tokenizer: Tokenizer, name: str, source: str, digest: str | None) -> _Subject:
     from polytok.bpe import BPETokenizer
-    from polytok.unigram import UnigramTokenizer
     from polytok.wordpiece import WordPieceTokenizer
 
     core = tokenizer._core
@@ -290,10 +289,12 @@ def _subject(tokenizer: Tokenizer, name: str, source: str, digest: str | None) -
         prefix = tokenizer.settings.get("continuing_subword_prefix", "##")
         texts = [tokenizer.id_to_token(i).removeprefix(prefix) for i in range(n)]
         return _Subject(name, tokenizer, source, digest, n, [core.unk_id], [], texts)
-    if isinstance(tokenizer, UnigramTokenizer):
+    if isinstance(core, _core.Unigram):
+        # Any SentencePiece model (Unigram or BPE, a preset or read from a
+        # tokenizer.json).
         n = tokenizer.vocab_size
         pieces = [tokenizer.id_to_token(i) for i in range(n)]
-        fallback = [i for i, p in enumerate(pieces) if tokenizer.byte_fallback and _is_byte_piece(p)]
+        fallback = [i for i, p in enumerate(pieces) if core.byte_fallback and _is_byte_piece(p)]
         bytes_ = set(fallback)
         texts = [None if i in bytes_ else p.replace("\u2581", " ") for i, p in enumerate(pieces)]
         unknown = [] if core.unk_id is None else [core.unk_id]
