@@ -59,9 +59,19 @@ class SentencePieceTokenizer(Preset):
         return settings
 
     @classmethod
-    def _train_counted(cls, counter: _core.PieceCounter, settings: dict, callback) -> SentencePieceTokenizer:
-        corpus = corpus_record(counter)
-        core = _core.Unigram.train(counter, {**settings, "segmentation": cls._segmentation}, callback)
+    def _train(cls, arguments: dict) -> SentencePieceTokenizer:
+        """What ``train`` and ``train_from_iterator`` do with their
+        ``arguments`` (their ``locals()``): count the ``files`` or ``texts``
+        as SentencePiece words, then train this class's model on them."""
+        counter = _core.PieceCounter.sentencepiece(arguments["remove_extra_whitespaces"], arguments["add_dummy_prefix"], [])
+        settings = cls._settings(arguments)
+        if "texts" in arguments:
+            count_texts(counter, arguments["texts"])
+        with progress_callback(wanted(arguments["progress"])) as callback:
+            if "files" in arguments:
+                count_files(counter, arguments["files"], arguments["errors"], callback)
+            corpus = corpus_record(counter)
+            core = _core.Unigram.train(counter, {**settings, "segmentation": cls._segmentation}, callback)
         whitespace = {name: core.whitespace[name] for name in cls._WHITESPACE}
         return cls(core, {**settings, **whitespace, "corpus": corpus})
 
@@ -198,11 +208,7 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
         bars on stderr (default: when it is a terminal). The same corpus
         and settings give the same model.
         """
-        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
-        settings = cls._settings(locals())
-        with progress_callback(wanted(progress)) as callback:
-            count_files(counter, files, errors, callback)
-            return cls._train_counted(counter, settings, callback)
+        return cls._train(locals())
 
     @classmethod
     def train_from_iterator(
@@ -225,11 +231,7 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
         """Learn a SentencePiece BPE model from strings (any iterable,
         consumed once; each line of each string is a sentence). Arguments as
         in :meth:`train`."""
-        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
-        settings = cls._settings(locals())
-        count_texts(counter, texts)
-        with progress_callback(wanted(progress)) as callback:
-            return cls._train_counted(counter, settings, callback)
+        return cls._train(locals())
 
     _SETTINGS = (
         "vocab_size", "character_coverage", "byte_fallback", "unk_token", "special_tokens",

@@ -9,10 +9,8 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from polytok import _core
-from polytok._counting import count_files, count_texts, without_surrogates
+from polytok._counting import without_surrogates
 from polytok._files import PathLike
-from polytok._progress import progress_callback, wanted
 from polytok.sentencepiece import SPECIAL_TOKENS, SentencePieceTokenizer
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -92,11 +90,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         ``progress``: progress bars on stderr (default: when it is a
         terminal). The same corpus and settings give the same model.
         """
-        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
-        settings = cls._settings(locals())
-        with progress_callback(wanted(progress)) as callback:
-            count_files(counter, files, errors, callback)
-            return cls._train_counted(counter, settings, callback)
+        return cls._train(locals())
 
     @classmethod
     def train_from_iterator(
@@ -121,11 +115,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         """Learn a Unigram model from strings (any iterable, consumed once;
         each line of each string is a sentence). Arguments as in
         :meth:`train`."""
-        counter = _core.PieceCounter.sentencepiece(remove_extra_whitespaces, add_dummy_prefix, [])
-        settings = cls._settings(locals())
-        count_texts(counter, texts)
-        with progress_callback(wanted(progress)) as callback:
-            return cls._train_counted(counter, settings, callback)
+        return cls._train(locals())
 
     _SETTINGS = (
         "vocab_size", "character_coverage", "byte_fallback", "unk_token", "special_tokens",

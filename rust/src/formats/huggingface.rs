@@ -431,6 +431,27 @@ fn merges_by_score(pieces: &[Piece]) -> Vec<(u32, u32)> {
     ranked.into_iter().map(|(.., l, r)| (l, r)).collect()
 }
 
+/// The kind of a SentencePiece-style vocabulary's token `id`: the unknown
+/// token, a `<0xHH>` byte under byte fallback, a special added token
+/// (control), or an ordinary piece.
+fn piece_kind(
+    text: &str,
+    id: usize,
+    is_unk: bool,
+    byte_fallback: bool,
+    special: &[(String, u32)],
+) -> PieceKind {
+    if is_unk {
+        PieceKind::Unknown
+    } else if byte_fallback && parse_byte_piece(text).is_some() {
+        PieceKind::Byte
+    } else if special.iter().any(|(t, i)| *i == id as u32 && t == text) {
+        PieceKind::Control
+    } else {
+        PieceKind::Normal
+    }
+}
+
 /// SentencePiece's decoding in Hugging Face's steps: `▁` back to spaces,
 /// byte pieces to bytes, the dummy prefix's space dropped.
 fn unigram_decoder(model: &UnigramModel) -> Value {
@@ -1228,25 +1249,13 @@ impl Reader<'_> {
             Some(_) => Some(f.string(self, "unk_token")?),
         };
         let tokens = self.vocab_in_id_order(document)?;
-        if let Some((text, id)) = special.iter().find(|(_, id)| *id as usize >= tokens.len()) {
-            return Err(self.error(
-                "added_tokens",
-                format!("the added token {text:?} (id {id}) is beyond the BPE vocabulary, which polytok does not support for character-level BPE"),
-            ));
-        }
+        self.added_tokens_within(special, tokens.len(), "character-level BPE")?;
         let pieces: Vec<Piece> = tokens
             .into_iter()
             .enumerate()
             .map(|(id, text)| {
-                let kind = if unk_token.as_deref() == Some(text.as_str()) {
-                    PieceKind::Unknown
-                } else if byte_fallback && parse_byte_piece(&text).is_some() {
-                    PieceKind::Byte
-                } else if special.iter().any(|(t, i)| *i == id as u32 && *t == text) {
-                    PieceKind::Control
-                } else {
-                    PieceKind::Normal
-                };
+                let is_unk = unk_token.as_deref() == Some(text.as_str());
+                let kind = piece_kind(&text, id, is_unk, byte_fallback, special);
                 Piece {
                     text,
                     score: 0.0,
@@ -1281,6 +1290,18 @@ impl Reader<'_> {
         Ok(Model::Unigram(std::sync::Arc::new(model)))
     }
 
+    /// Refuses added tokens past a SentencePiece-style vocabulary of `n`
+    /// pieces (`model` names it), whose ids must all be pieces.
+    fn added_tokens_within(&self, special: &[(String, u32)], n: usize, model: &str) -> Result<()> {
+        match special.iter().find(|(_, id)| *id as usize >= n) {
+            Some((text, id)) => Err(self.error(
+                "added_tokens",
+                format!("the added token {text:?} (id {id}) is beyond the {model} vocabulary, which polytok does not support"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn unigram(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
         let place = "model";
         let f = self.model_fields(document);
@@ -1300,15 +1321,7 @@ impl Reader<'_> {
         let mut pieces = Vec::with_capacity(entries.len());
         for (id, (text, score)) in entries.iter().enumerate() {
             let (text, score) = (text.clone(), *score as f32);
-            let kind = if unk == Some(id as u32) {
-                PieceKind::Unknown
-            } else if byte_fallback && parse_byte_piece(&text).is_some() {
-                PieceKind::Byte
-            } else if special.iter().any(|(t, i)| *i == id as u32 && *t == text) {
-                PieceKind::Control
-            } else {
-                PieceKind::Normal
-            };
+            let kind = piece_kind(&text, id, unk == Some(id as u32), byte_fallback, special);
             pieces.push(Piece { text, score, kind });
         }
         if let Some(unk) = unk.filter(|&u| u as usize >= pieces.len()) {
@@ -1317,12 +1330,7 @@ impl Reader<'_> {
                 format!("{unk} is beyond the {} pieces", pieces.len()),
             ));
         }
-        if let Some((text, id)) = special.iter().find(|(_, id)| *id as usize >= pieces.len()) {
-            return Err(self.error(
-                "added_tokens",
-                format!("the added token {text:?} (id {id}) is beyond the Unigram vocabulary, which polytok does not support"),
-            ));
-        }
+        self.added_tokens_within(special, pieces.len(), "Unigram")?;
         let model = UnigramModel::new(pieces, byte_fallback, Whitespace::default())
             .map_err(|e| self.error(place, e))?;
         Ok(Model::Unigram(std::sync::Arc::new(model)))
