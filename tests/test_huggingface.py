@@ -15,11 +15,18 @@ from conftest import CORPORA
 tokenizers = pytest.importorskip("tokenizers")
 
 
-def differing_lines(ours, theirs, lines: list[str]) -> list[int]:
-    """The lines whose ids or offsets differ between polytok and `tokenizers`."""
+def differing_lines(ours, theirs, lines: list[str], decoded: bool = True) -> list[int]:
+    """The lines whose ids, offsets or (with ``decoded``) decoded text
+    differ between polytok and `tokenizers`."""
     mine = ours.encode_batch(lines, offsets=True)
     reference = theirs.encode_batch(lines)
-    return [i for i, (a, b) in enumerate(zip(mine, reference)) if a.ids != b.ids or a.offsets != b.offsets]
+    texts = ours.decode_batch([e.ids for e in mine]) if decoded else [""] * len(lines)
+    their_texts = theirs.decode_batch([e.ids for e in reference], skip_special_tokens=False) if decoded else texts
+    return [
+        i
+        for i, (a, b, text, their_text) in enumerate(zip(mine, reference, texts, their_texts))
+        if a.ids != b.ids or a.offsets != b.offsets or text != their_text
+    ]
 
 
 def all_lines(flores) -> list[str]:
@@ -65,7 +72,9 @@ def test_trained_bpe_exported(pattern, some_lines):
 
 def test_bert_exported_encodes_as_tokenizers_on_all_of_flores(bert, flores_lines):
     theirs = exported(bert)
-    assert differing_lines(bert, theirs, flores_lines) == []
+    # BERT's preset decodes as `transformers` does, cleaning up the whole
+    # text; Hugging Face's WordPiece decoder cleans each token apart.
+    assert differing_lines(bert, theirs, flores_lines, decoded=False) == []
     pair = ("A question?", "An answer.")
     assert bert.encode(*pair).type_ids == theirs.encode(*pair).type_ids
 
@@ -78,7 +87,9 @@ def test_unigram_exported(byte_fallback, flores_lines, tmp_path):
     SentencePiece there."""
     spm = pytest.importorskip("sentencepiece")
     tok = polytok.UnigramTokenizer.train(CORPORA, vocab_size=5000, byte_fallback=byte_fallback, progress=False)
-    differing = differing_lines(tok, exported(tok), flores_lines)
+    # The preset decodes as SentencePiece (the unknown piece as " ⁇ "),
+    # the file with the nearest steps of Hugging Face's.
+    differing = differing_lines(tok, exported(tok), flores_lines, decoded=False)
     assert len(differing) <= 5, len(differing)
     tok.save(tmp_path / "u.model")
     sentencepiece = spm.SentencePieceProcessor(model_file=str(tmp_path / "u.model"))
@@ -103,7 +114,9 @@ def test_composed_steps_export(some_lines):
     theirs = exported(tok)
     assert differing_lines(tok, theirs, some_lines[:2000]) == []
     again = polytok.from_tokenizer_json(tok.to_tokenizer_json())
-    assert again.pipeline_dict() == {**tok.pipeline_dict(), "always_special": True}
+    # Without a decoder polytok joins the tokens, Hugging Face would put
+    # spaces between them: the file has Fuse.
+    assert again.pipeline_dict() == {**tok.pipeline_dict(), "always_special": True, "decoder": {"type": "Fuse"}}
 
 
 def test_what_tokenizer_json_cannot_hold_is_refused_by_name(tmp_path):
@@ -256,14 +269,8 @@ def test_unsupported_components_are_named_with_their_place(tmp_path, bert_docume
     assert 'pre_tokenizer: the pre-tokenizer "UnicodeScripts" is not supported' in with_(pre_tokenizer={"type": "UnicodeScripts"})
     assert 'decoder: the decoder "CTC" is not supported' in with_(decoder={"type": "CTC", "pad_token": "<pad>", "word_delimiter_token": "|", "cleanup": True})
     assert 'model: the model "WordLevel" is not supported' in with_(model={"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"})
-    added = [dict(bert_document["added_tokens"][0], normalized=True)] + bert_document["added_tokens"][1:]
-    assert "added_tokens[0]: the added token \"[PAD]\" has normalized: true" in with_(added_tokens=added)
-    # Without a normalizer, matching after normalization is matching the text.
-    plain = {**bert_document, "normalizer": None, "padding": None, "added_tokens": [dict(t, normalized=True) for t in bert_document["added_tokens"]]}
-    (tmp_path / "plain.json").write_text(json.dumps(plain), encoding="utf-8")
-    assert polytok.load(tmp_path / "plain.json").encode("[MASK]", add_special_tokens=False).ids == [103]
-    added = [dict(bert_document["added_tokens"][0], special=False)] + bert_document["added_tokens"][1:]
-    assert "added_tokens[0]: the added token \"[PAD]\" is not special" in with_(added_tokens=added)
+    added = [dict(bert_document["added_tokens"][0], extra=1)] + bert_document["added_tokens"][1:]
+    assert "added_tokens[0]: unknown field `extra`" in with_(added_tokens=added)
     assert "unknown field `extra`" in with_(model={**bert_document["model"], "extra": 1})
     assert "not a Hugging Face tokenizer.json" in damaged(tmp_path, {"version": "1.0"})
 

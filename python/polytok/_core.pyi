@@ -281,10 +281,13 @@ class Pipeline:
         allowed_special: _AllowedSpecial = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A batch as NumPy ``uint32`` arrays, built without the GIL: ``(ids, attention_mask, type_ids, lengths)``, the first three ``len(inputs) x width``."""
+    @property
+    def vocab_size(self) -> int:
+        """The number of ids: the model's, and added tokens' past them."""
     def id_to_token(self, id: int) -> str:
         """A token's text (bytes that are not UTF-8 shown as ``<0xNN>``)."""
     def token_to_id(self, token: str) -> int | None:
-        """The id of a token given by its text: a special token of the pipeline, or of the model's vocabulary."""
+        """The id of a token given by its text: an added or special token of the pipeline, or of the model's vocabulary."""
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (see ``Tokenizer::decode``)."""
     def encode_batch_flat(

@@ -132,6 +132,17 @@ class Fuse(Decoder):
         pass
 
 
+class Join(Decoder):
+    """All tokens into one, with ``separator`` between each two: what
+    Hugging Face does without a decoder (``" "``), so that its files with
+    none decode as there. polytok's own step (written as no decoder)."""
+
+    _fields = ("separator",)
+
+    def __init__(self, *, separator: str = " ") -> None:
+        self.separator = check_str("Join", "separator", separator)
+
+
 class Strip(Decoder):
     """Removes up to ``start`` copies of ``content`` from the start of each
     token, and up to ``stop`` from its end."""

@@ -60,8 +60,9 @@ _PIPELINE_PARTS = (
     "post_processor",
     "decoder",
     "special_tokens",
+    "added_tokens",
     "always_special",
-    "special_token_strip",
+    "added_token_flags",
     "truncation",
     "padding",
 )
@@ -82,11 +83,16 @@ class Tokenizer:
     post-processor, truncation, padding and decoder.
 
     ``model``: the Rust model of a tokenizer (``BPETokenizer(...).model``
-    and the like), or a tokenizer, whose model is taken (not its steps). ``special_tokens``: text that is one token of the given
-    id, recognized in text when allowed (``allowed_special``), before
-    normalization. ``always_special``: recognize the special tokens in
-    every call, whatever ``allowed_special`` says (as Hugging Face's added
-    tokens are; tokenizers read from ``tokenizer.json`` files do).
+    and the like), or a tokenizer, whose model is taken (not its steps).
+    ``special_tokens``: text that is one token of the given id, recognized
+    in text when allowed (``allowed_special``), before normalization, and
+    left out by decoding with ``skip_special_tokens``. ``added_tokens``:
+    text that is one token of the given id in every call, and is not
+    special (Hugging Face's added tokens with ``special: false``); its id
+    may be past the model's. ``always_special``: recognize the special
+    tokens in every call, whatever ``allowed_special`` says, and leave them
+    out of the special-tokens mask where found in text (as Hugging Face's
+    added tokens are; tokenizers read from ``tokenizer.json`` files do).
     Components are from :mod:`polytok.normalizers`,
     :mod:`polytok.pre_tokenizers`, :mod:`polytok.processors` and
     :mod:`polytok.decoders`.
@@ -101,6 +107,7 @@ class Tokenizer:
         post_processor: PostProcessor | None = None,
         decoder: Component | None = None,
         special_tokens: Mapping[str, int] | None = None,
+        added_tokens: Mapping[str, int] | None = None,
         always_special: bool = False,
     ) -> None:
         if isinstance(model, Tokenizer):
@@ -116,12 +123,15 @@ class Tokenizer:
         self._decoder = _component(decoder, "decoder")
         if special_tokens is not None and not isinstance(special_tokens, Mapping):
             raise TypeError("special_tokens must map each token's text to its id, e.g. {'<|endoftext|>': 100257}")
+        if added_tokens is not None and not isinstance(added_tokens, Mapping):
+            raise TypeError("added_tokens must map each token's text to its id, e.g. {'<tool_call>': 151657}")
         self._special_tokens = dict(special_tokens or {})
+        self._added_tokens = dict(added_tokens or {})
         self._always_special = bool(always_special)
-        # Special tokens that take the white space around them
-        # ({"token", "lstrip", "rstrip"}): Hugging Face's added-token flags,
-        # set by the files that have them.
-        self._special_token_strip: list[dict] = []
+        # How added and special tokens are matched beyond their text
+        # ({"token", "lstrip", "rstrip", "single_word", "normalized"}):
+        # Hugging Face's added-token flags, set by the files that have them.
+        self._added_token_flags: list[dict] = []
         self._truncation: dict | None = None
         self._padding: dict | None = None
         self._pipeline_cache: _core.Pipeline | None = None
@@ -154,6 +164,12 @@ class Tokenizer:
     def special_tokens(self) -> dict[str, int]:
         """The special tokens found in text when allowed: text -> id."""
         return dict(self._special_tokens)
+
+    @property
+    def added_tokens(self) -> dict[str, int]:
+        """The added tokens that are not special, found in every call:
+        text -> id."""
+        return dict(self._added_tokens)
 
     @property
     def always_special(self) -> bool:
@@ -267,8 +283,9 @@ class Tokenizer:
             "post_processor": None if self._post_processor is None else self._post_processor.to_dict(),
             "decoder": None if self._decoder is None else self._decoder.to_dict(),
             "special_tokens": sorted(self._special_tokens.items(), key=lambda item: item[1]),
+            "added_tokens": sorted(self._added_tokens.items(), key=lambda item: item[1]),
             "always_special": self._always_special,
-            "special_token_strip": [dict(s) for s in self._special_token_strip],
+            "added_token_flags": [dict(f) for f in self._added_token_flags],
             "truncation": self._truncation,
             "padding": self._padding,
         }
@@ -403,8 +420,8 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Number of ids."""
-        return self._core.vocab_size
+        """Number of ids: the model's, and those of added tokens past them."""
+        return self._pipeline.vocab_size
 
     def id_to_token(self, id: int) -> str:
         """A token's text, as the model has it (BPE bytes that are not
@@ -507,13 +524,15 @@ class Tokenizer:
         """A composed tokenizer from its saved pipeline; a part polytok
         does not know is named in a :class:`polytok.TokenizerFileError`."""
 
-        unknown = set(pipeline) - {"preset", *_PIPELINE_PARTS}
+        # special_token_strip: the flags' name in files of polytok 0.x.
+        unknown = set(pipeline) - {"preset", "special_token_strip", *_PIPELINE_PARTS}
         if unknown:
             raise _core.TokenizerFileError(f"{source}: unknown pipeline part(s) {', '.join(sorted(unknown))}")
         try:
             special = {text: id for text, id in pipeline.get("special_tokens") or []}
+            added = {text: id for text, id in pipeline.get("added_tokens") or []}
             always = bool(pipeline.get("always_special", False))
-            return cls(core, special_tokens=special, always_special=always, **_components(pipeline))
+            return cls(core, special_tokens=special, added_tokens=added, always_special=always, **_components(pipeline))
         except (TypeError, ValueError) as e:
             raise _core.TokenizerFileError(f"{source}: {e}") from None
 
@@ -525,7 +544,8 @@ class Tokenizer:
         """Applies a saved pipeline's truncation, padding and recognition
         of special tokens."""
         self._always_special = bool(pipeline.get("always_special", False))
-        self._special_token_strip = [dict(s) for s in pipeline.get("special_token_strip") or []]
+        flags = pipeline.get("added_token_flags") or pipeline.get("special_token_strip") or []
+        self._added_token_flags = [dict(f) for f in flags]
         self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
 
     def __reduce__(self):
@@ -584,13 +604,13 @@ class Preset(Tokenizer):
     def _saved_pipeline(self) -> dict | None:
         """Only what differs from the preset: its truncation and padding
         (files of presets without them are as they always were)."""
-        if self._truncation is None and self._padding is None and not self._always_special and not self._special_token_strip:
+        if self._truncation is None and self._padding is None and not self._always_special and not self._added_token_flags:
             return None
         saved = {"preset": True, "truncation": self._truncation, "padding": self._padding}
         if self._always_special:
             saved["always_special"] = True
-        if self._special_token_strip:
-            saved["special_token_strip"] = self._special_token_strip
+        if self._added_token_flags:
+            saved["added_token_flags"] = self._added_token_flags
         return saved
 
 
@@ -675,6 +695,8 @@ def _preset_of(core: Model, pipeline: dict) -> type[Preset] | None:
     if any(pipeline.get(step) != preset.get(step) for step in steps):
         return None
     if sorted(map(tuple, pipeline["special_tokens"])) != sorted(map(tuple, preset["special_tokens"])):
+        return None
+    if pipeline.get("added_tokens"):
         return None
     for cls in (BPETokenizer, WordPieceTokenizer, UnigramTokenizer):
         if isinstance(core, cls._core_type):

@@ -72,6 +72,12 @@ pub enum Decoder {
     ByteFallback {},
     /// All tokens into one.
     Fuse {},
+    /// All tokens into one, with `separator` between each two: what
+    /// Hugging Face does without a decoder (a space), so its files that
+    /// have none decode as there. polytok's own step.
+    Join {
+        separator: String,
+    },
     /// Removes up to `start` times `content` from the start of each token
     /// and up to `stop` times from its end.
     Strip {
@@ -199,10 +205,11 @@ fn lower_block() -> char {
 }
 
 /// The steps polytok knows, by their saved name.
-const KNOWN: [&str; 8] = [
+const KNOWN: [&str; 9] = [
     "ByteFallback",
     "ByteLevel",
     "Fuse",
+    "Join",
     "Metaspace",
     "Replace",
     "Sequence",
@@ -288,6 +295,7 @@ impl Decoder {
     pub fn decode_chain(&self, tokens: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
         Ok(match self {
             Decoder::ByteLevel { .. } | Decoder::Fuse {} => vec![tokens.concat()],
+            Decoder::Join { separator } => vec![tokens.join(separator.as_bytes())],
             Decoder::WordPiece {
                 prefix,
                 cleanup,
@@ -355,7 +363,7 @@ impl Decoder {
                     *joined = true;
                     2
                 }
-                Decoder::ByteLevel { .. } | Decoder::Fuse {} => {
+                Decoder::ByteLevel { .. } | Decoder::Fuse {} | Decoder::Join { .. } => {
                     *joined = true;
                     0
                 }

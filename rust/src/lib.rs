@@ -29,6 +29,7 @@
 //! `python` feature; everything else is plain Rust and tested with
 //! `cargo test`.
 
+pub mod added_tokens;
 pub mod batch;
 pub mod bpe;
 pub mod byte_alphabet;

@@ -1,7 +1,8 @@
-//! The whole road from text to model input: special tokens are found
-//! first (never normalized, never split), each stretch of text between them
-//! is normalized, pre-tokenized and encoded by the model, then the
-//! post-processor's template, truncation and padding make the `Encoding`.
+//! The whole road from text to model input: added tokens are found first
+//! (see `added_tokens`), each stretch of text between them is normalized
+//! (then searched for the added tokens matched in normalized text),
+//! pre-tokenized and encoded by the model, then the post-processor's
+//! template, truncation and padding make the `Encoding`.
 //!
 //! With `track` off (ids only), no offsets are computed: the normalizers
 //! write text only. With it on, each token's span goes back through the
@@ -10,10 +11,10 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::added_tokens::{AddedTokenFlags, AddedTokens, Matcher, Segment};
 use crate::batch::IdRuns;
 use crate::decoders::Decoder;
 use crate::encoding::{Encoding, Token};
@@ -25,10 +26,8 @@ use crate::processors::{
 use crate::text::normalizers::Normalizer;
 use crate::text::pattern::PreTokenizer as PatternSplitter;
 use crate::text::pre_tokenizers::{PreTokenizer, PreTokenizerSpec};
-use crate::text::{CharIndex, Normalized};
-use crate::vocab::{
-    allowed_matcher, special_matcher, split_special, AllowedSpecial, Segment, SpecialStrip,
-};
+use crate::text::{CharIndex, Normalized, Span};
+use crate::vocab::AllowedSpecial;
 
 /// The pipeline's settings, as saved (JSON).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -43,6 +42,11 @@ pub struct PipelineSpec {
     /// Text recognized as one token when allowed, before normalization.
     #[serde(default)]
     pub special_tokens: Vec<(String, u32)>,
+    /// Text recognized as one token in every call, which is not special
+    /// (Hugging Face's added tokens with `special: false`): kept by
+    /// decoding with `skip_special`, 0 in the special-tokens mask.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added_tokens: Vec<(String, u32)>,
     #[serde(default)]
     pub truncation: Option<Truncation>,
     #[serde(default)]
@@ -50,12 +54,18 @@ pub struct PipelineSpec {
     #[serde(default)]
     pub decoder: Option<serde_json::Value>,
     /// Special tokens are recognized in every call, whatever the caller
-    /// allows (Hugging Face's added tokens: tokenizers read from its files).
+    /// allows, and are 0 in the special-tokens mask where found in text
+    /// (Hugging Face's added tokens: tokenizers read from its files).
     #[serde(default, skip_serializing_if = "is_false")]
     pub always_special: bool,
-    /// Special tokens that take the white space around them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub special_token_strip: Vec<SpecialStrip>,
+    /// How special and added tokens are matched beyond their text
+    /// (Hugging Face's `lstrip`, `rstrip`, `single_word`, `normalized`).
+    #[serde(
+        default,
+        alias = "special_token_strip",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub added_token_flags: Vec<AddedTokenFlags>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -68,10 +78,8 @@ pub struct Tokenizer {
     normalizer: Option<Normalizer>,
     pre_tokenizer: Option<PreTokenizer>,
     template: Option<Template>,
-    special_tokens: Vec<(String, u32)>,
-    special_matcher: Option<AhoCorasick>,
+    added: AddedTokens,
     always_special: bool,
-    special_token_strip: Vec<SpecialStrip>,
     /// RoBERTa's `trim_offsets`, with its `add_prefix_space`: token offsets
     /// leave out the spaces at the token's ends.
     trim_offsets: Option<bool>,
@@ -81,12 +89,16 @@ pub struct Tokenizer {
     /// The ids of every special token (the pipeline's and the template's),
     /// sorted.
     special_ids: Vec<u32>,
+    /// One past the largest id: the model's, or an added token's.
+    vocab_size: usize,
 }
 
 /// Scratch space of one thread, reused between texts.
 #[derive(Default)]
 struct Scratch {
     text: Normalized,
+    /// A stretch between added tokens found in normalized text.
+    gap: Normalized,
     pieces: Vec<Range<usize>>,
     /// The text a streaming pre-tokenizer rewrites (`Metaspace`).
     buffer: String,
@@ -126,17 +138,16 @@ impl Tokenizer {
             .map(Template::new)
             .transpose()?;
         let decoder = spec.decoder.as_ref().map(Decoder::from_value).transpose()?;
-        let vocab_size = model.vocab_size();
-        for (text, id) in &spec.special_tokens {
-            if *id as usize >= vocab_size {
-                return Err(Error::invalid(format!(
-                    "special token {text:?} has id {id}, beyond the model's {vocab_size} ids"
-                )));
-            }
-            if text.is_empty() {
-                return Err(Error::invalid("a special token is empty"));
-            }
-        }
+        let added = AddedTokens::new(
+            &spec.special_tokens,
+            &spec.added_tokens,
+            &spec.added_token_flags,
+            normalizer.as_ref(),
+            spec.always_special,
+        )?;
+        // Added tokens may have ids past the model's (Hugging Face's added
+        // vocabulary).
+        let vocab_size = model.vocab_size().max(added.end_id() as usize);
         if let Some(t) = &spec.truncation {
             let added = |pair| {
                 template
@@ -154,12 +165,7 @@ impl Tokenizer {
                 )));
             }
         }
-        let texts: Vec<&str> = spec
-            .special_tokens
-            .iter()
-            .map(|(t, _)| t.as_str())
-            .collect();
-        let mut special_ids: Vec<u32> = spec.special_tokens.iter().map(|&(_, id)| id).collect();
+        let mut special_ids: Vec<u32> = added.special_ids().collect();
         special_ids.extend(template.iter().flat_map(Template::token_ids));
         special_ids.sort_unstable();
         special_ids.dedup();
@@ -170,9 +176,8 @@ impl Tokenizer {
             normalizer,
             pre_tokenizer,
             template,
-            special_matcher: special_matcher(&texts)?,
+            added,
             always_special: spec.always_special,
-            special_token_strip: spec.special_token_strip.clone(),
             trim_offsets: match &spec.post_processor {
                 Some(PostProcessor::RobertaProcessing {
                     trim_offsets: true,
@@ -181,9 +186,9 @@ impl Tokenizer {
                 }) => Some(*add_prefix_space),
                 _ => None,
             },
-            special_tokens: spec.special_tokens.clone(),
             truncation: spec.truncation.clone(),
             padding: spec.padding.clone(),
+            vocab_size,
         })
     }
 
@@ -195,14 +200,37 @@ impl Tokenizer {
         self.padding.as_ref()
     }
 
-    /// The id of a token given by its text: a special token of the
-    /// pipeline, or of the model's vocabulary.
+    /// The number of ids: the model's, and added tokens' past them.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// The id of a token given by its text: an added or special token of
+    /// the pipeline, or of the model's vocabulary.
     pub fn token_id(&self, token: &str) -> Option<u32> {
-        self.special_tokens
-            .iter()
-            .find(|(t, _)| t == token)
-            .map(|&(_, id)| id)
+        self.added
+            .id(token)
             .or_else(|| self.model.token_id(token.as_bytes()))
+    }
+
+    /// A token's text as the decoder sees it: an added token's, or the
+    /// model's (see [`Model::token`]).
+    pub fn token(&self, id: u32) -> Result<std::borrow::Cow<'_, [u8]>> {
+        match self.added.text(id) {
+            Some(text) => Ok(std::borrow::Cow::Borrowed(text.as_bytes())),
+            None => self.model.token(id).map_err(|e| match e {
+                Error::UnknownTokenId { id, .. } => Error::UnknownTokenId {
+                    id,
+                    vocab_size: self.vocab_size,
+                },
+                e => e,
+            }),
+        }
+    }
+
+    /// The added and special tokens (for writing files).
+    pub fn added_tokens(&self) -> &AddedTokens {
+        &self.added
     }
 
     /// The text of `ids`: the tokens' texts (special tokens left out with
@@ -214,10 +242,7 @@ impl Tokenizer {
             if skip_special && self.is_special(id) {
                 continue;
             }
-            tokens.push(match self.special_tokens.iter().find(|&&(_, s)| s == id) {
-                Some((text, _)) => text.as_bytes().to_vec(),
-                None => self.model.token(id)?.into_owned(),
-            });
+            tokens.push(self.token(id)?.into_owned());
         }
         match &self.decoder {
             Some(decoder) => decoder.decode(tokens),
@@ -284,21 +309,17 @@ impl Tokenizer {
         Ok(encodings)
     }
 
-    fn matcher(
-        &self,
-        allowed: &AllowedSpecial,
-    ) -> Result<Option<std::borrow::Cow<'_, AhoCorasick>>> {
-        if self.always_special {
-            return Ok(self
-                .special_matcher
-                .as_ref()
-                .map(std::borrow::Cow::Borrowed));
-        }
-        allowed_matcher(
-            self.special_matcher.as_ref(),
-            |text| self.special_tokens.iter().any(|(t, _)| t == text),
-            allowed,
-        )
+    /// The matcher of added tokens in the text as given, for what the
+    /// caller allows.
+    fn matcher(&self, allowed: &AllowedSpecial) -> Result<Option<std::borrow::Cow<'_, Matcher>>> {
+        self.added.raw_matcher(allowed, self.always_special)
+    }
+
+    /// Whether a token found in text is flagged special: a special token,
+    /// unless the tokenizer follows Hugging Face (`always_special`), whose
+    /// mask flags the template's tokens only.
+    fn special_in_text(&self, id: u32) -> bool {
+        !self.always_special && self.is_special(id)
     }
 
     /// One input's encoding; `share`: a long text may be shared among the
@@ -308,7 +329,7 @@ impl Tokenizer {
         a: &str,
         b: Option<&str>,
         add_special_tokens: bool,
-        matcher: Option<&AhoCorasick>,
+        matcher: Option<&Matcher>,
         track: bool,
         share: bool,
     ) -> Result<Encoding> {
@@ -433,9 +454,14 @@ impl Tokenizer {
 
     /// The pre-tokenizer to cut `text` with, if it is long enough to share
     /// among threads and the pipeline's pieces come from a preset pattern
-    /// straight from the text (no normalizer).
+    /// straight from the text (no normalizer, no second pass of added
+    /// tokens).
     fn cut_splitter(&self, text: &str) -> Option<&PatternSplitter> {
-        if text.len() < CUT_BYTES || rayon::current_num_threads() < 2 || self.normalizer.is_some() {
+        if text.len() < CUT_BYTES
+            || rayon::current_num_threads() < 2
+            || self.normalizer.is_some()
+            || self.added.has_normalized()
+        {
             return None;
         }
         match &self.pre_tokenizer {
@@ -456,7 +482,7 @@ impl Tokenizer {
         &self,
         text: &str,
         splitter: &PatternSplitter,
-        matcher: Option<&AhoCorasick>,
+        matcher: Option<&Matcher>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         enum Part {
@@ -468,26 +494,21 @@ impl Tokenizer {
         // over costs more than a fraction of its encoding.
         let every = (text.len() / (4 * rayon::current_num_threads())).max(1 << 15);
         let mut parts = Vec::new();
-        split_special(
-            text,
-            matcher,
-            &self.special_token_strip,
-            |segment| -> Result<()> {
-                match segment {
-                    Segment::Special(token) => parts.push(Part::Special(self.special_id(token))),
-                    Segment::Text(part) => {
-                        let start = part.as_ptr() as usize - text.as_ptr() as usize;
-                        let mut from = start;
-                        for cut in splitter.cuts(part, every) {
-                            parts.push(Part::Text(from..start + cut));
-                            from = start + cut;
-                        }
-                        parts.push(Part::Text(from..start + part.len()));
+        self.added.split(text, matcher, |segment| -> Result<()> {
+            match segment {
+                Segment::Added { id, .. } => parts.push(Part::Special(id)),
+                Segment::Text(part) => {
+                    let start = part.as_ptr() as usize - text.as_ptr() as usize;
+                    let mut from = start;
+                    for cut in splitter.cuts(part, every) {
+                        parts.push(Part::Text(from..start + cut));
+                        from = start + cut;
                     }
+                    parts.push(Part::Text(from..start + part.len()));
                 }
-                Ok(())
-            },
-        )?;
+            }
+            Ok(())
+        })?;
         let ids = parts
             .par_iter()
             .map(|part| match part {
@@ -516,21 +537,6 @@ impl Tokenizer {
         ids
     }
 
-    /// The normalized pieces of `text` (no special tokens looked for), as
-    /// the model gets them.
-    pub fn pieces_of(&self, text: &str) -> Result<Vec<String>> {
-        SCRATCH.with(|scratch| {
-            let scratch = &mut *scratch.borrow_mut();
-            self.pieces(text, 0, false, scratch)?;
-            let normalized = scratch.text.as_str();
-            Ok(scratch
-                .pieces
-                .iter()
-                .map(|r| normalized[r.clone()].to_owned())
-                .collect())
-        })
-    }
-
     /// Appends the ids of each text to `runs` (see `encode_ids_into`; here
     /// truncation and padding are never applied), on this thread: a chunk
     /// of a batch (`batch::encode_chunks`).
@@ -551,7 +557,7 @@ impl Tokenizer {
         &self,
         text: &str,
         add_special_tokens: bool,
-        matcher: Option<&AhoCorasick>,
+        matcher: Option<&Matcher>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         self.with_template(add_special_tokens, out, |out| {
@@ -587,7 +593,7 @@ impl Tokenizer {
     fn sequence_ids(
         &self,
         text: &str,
-        matcher: Option<&AhoCorasick>,
+        matcher: Option<&Matcher>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         SCRATCH.with(|scratch| {
@@ -595,21 +601,16 @@ impl Tokenizer {
             if matcher.is_none() {
                 return self.stretch_ids(text, 0, scratch, out);
             }
-            split_special(
-                text,
-                matcher,
-                &self.special_token_strip,
-                |segment| -> Result<()> {
-                    match segment {
-                        Segment::Special(token) => out.push(self.special_id(token)),
-                        Segment::Text(part) => {
-                            let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                            self.stretch_ids(part, offset, scratch, out)?;
-                        }
+            self.added.split(text, matcher, |segment| -> Result<()> {
+                match segment {
+                    Segment::Added { id, .. } => out.push(id),
+                    Segment::Text(part) => {
+                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                        self.stretch_ids(part, offset, scratch, out)?;
                     }
-                    Ok(())
-                },
-            )
+                }
+                Ok(())
+            })
         })
     }
 
@@ -627,11 +628,21 @@ impl Tokenizer {
         if part.is_empty() {
             return Ok(());
         }
-        if self.pre_tokenizer.as_ref().is_some_and(|p| !p.streams()) {
-            self.pieces(part, offset, false, scratch)?;
-            self.model
-                .encode_pieces(scratch.text.as_str(), &scratch.pieces, out, None);
-            return Ok(());
+        if self.pre_tokenizer.as_ref().is_some_and(|p| !p.streams()) || self.added.has_normalized()
+        {
+            let Scratch {
+                text, gap, pieces, ..
+            } = scratch;
+            self.normalize(part, offset, false, text)?;
+            return self.each_found(offset, text, gap, pieces, |found| {
+                match found {
+                    Found::Added { id, .. } => out.push(id),
+                    Found::Pieces { text, pieces } => {
+                        self.model.encode_pieces(text.as_str(), pieces, out, None)
+                    }
+                }
+                Ok(())
+            });
         }
         let Scratch { text, buffer, .. } = scratch;
         let normalized = match &self.normalizer {
@@ -654,14 +665,6 @@ impl Tokenizer {
         })
     }
 
-    fn special_id(&self, token: &str) -> u32 {
-        self.special_tokens
-            .iter()
-            .find(|(t, _)| t == token)
-            .map(|&(_, id)| id)
-            .expect("the matcher holds special tokens only")
-    }
-
     /// Appends the tokens of one text to `out`, with sequence id
     /// `sequence` and type id `type_id`.
     #[allow(clippy::too_many_arguments)]
@@ -670,7 +673,7 @@ impl Tokenizer {
         text: &str,
         sequence: u32,
         type_id: u32,
-        matcher: Option<&AhoCorasick>,
+        matcher: Option<&Matcher>,
         track: bool,
         share: bool,
         out: &mut Encoding,
@@ -681,7 +684,7 @@ impl Tokenizer {
                     Token::new(
                         id,
                         type_id,
-                        self.is_special(id),
+                        self.special_in_text(id),
                         Some(sequence),
                         (0, 0),
                         None,
@@ -705,117 +708,244 @@ impl Tokenizer {
                 Ok(())
             });
         }
-        let chars = CharIndex::new(text);
+        let at = Tracked {
+            text,
+            chars: CharIndex::new(text),
+            sequence,
+            type_id,
+            first_token: out.tokens.len(),
+        };
         let mut word = 0u32;
-        let first_token = out.tokens.len();
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();
-            split_special(
-                text,
-                matcher,
-                &self.special_token_strip,
-                |segment| -> Result<()> {
-                    match segment {
-                        Segment::Special(token) => {
-                            // The token's own text: the space it strips is
-                            // in no token's span (as in Hugging Face).
-                            let start = token.as_ptr() as usize - text.as_ptr() as usize;
-                            let span = chars.span(start as u32, (start + token.len()) as u32);
-                            out.push(Token::new(
-                                self.special_id(token),
-                                type_id,
-                                true,
-                                Some(sequence),
-                                span,
-                                Some(word),
-                            ));
-                            word += 1;
-                        }
-                        Segment::Text(part) if !part.is_empty() => {
-                            let offset = part.as_ptr() as usize - text.as_ptr() as usize;
-                            let at = Place {
-                                offset,
-                                sequence,
-                                type_id,
-                                word,
-                            };
-                            word = self.encode_tracked(part, at, &chars, scratch, out)?;
-                        }
-                        Segment::Text(_) => {}
+            self.added.split(text, matcher, |segment| -> Result<()> {
+                match segment {
+                    Segment::Added { id, span } => {
+                        let span = (span.start as u32, span.end as u32);
+                        self.push_added(id, span, &at, word, out);
+                        word += 1;
                     }
-                    Ok(())
-                },
-            )
-        })?;
-        if let Some(add_prefix_space) = self.trim_offsets {
-            self.trim_offsets(&mut out.tokens[first_token..], add_prefix_space);
-        }
-        Ok(())
-    }
-
-    /// RoBERTa's `trim_offsets` (Hugging Face's rule): a token's offsets
-    /// leave out the spaces at its ends, except the one space of the first
-    /// token that `add_prefix_space` put there.
-    fn trim_offsets(&self, tokens: &mut [Token], add_prefix_space: bool) {
-        for (i, token) in tokens.iter_mut().enumerate() {
-            let Ok(text) = self.model.token(token.id) else {
-                continue;
-            };
-            let mut leading = text.iter().take_while(|&&b| b == b' ').count() as u32;
-            let trailing = text.iter().rev().take_while(|&&b| b == b' ').count() as u32;
-            let (start, end) = &mut token.offsets;
-            if leading > 0 {
-                if (i == 0 || *start == 0) && add_prefix_space && leading == 1 {
-                    leading = 0;
+                    Segment::Text(part) if !part.is_empty() => {
+                        let offset = part.as_ptr() as usize - text.as_ptr() as usize;
+                        word = self.encode_tracked(part, offset, &at, word, scratch, out)?;
+                    }
+                    Segment::Text(_) => {}
                 }
-                *start = (*start + leading).min(*end);
-            }
-            if trailing > 0 && *end >= trailing {
-                *end = (*end - trailing).max(*start);
-            }
-        }
+                Ok(())
+            })
+        })
     }
 
-    /// Normalizes and pre-tokenizes one stretch of text between special
-    /// tokens (at byte `offset` of its sequence) into `scratch`.
-    fn pieces(&self, part: &str, offset: usize, track: bool, scratch: &mut Scratch) -> Result<()> {
-        let Scratch { text, pieces, .. } = scratch;
+    /// Pushes an added token found in text, at the original bytes `span`
+    /// (with the white space it strips, as Hugging Face has it), as word
+    /// `word`.
+    fn push_added(&self, id: u32, span: Span, at: &Tracked, word: u32, out: &mut Encoding) {
+        let mut offsets = at.chars.span(span.0, span.1);
+        if let Some(add_prefix_space) = self.trim_offsets {
+            // Hugging Face trims the token's text: what was matched.
+            let matched = &at.text[span.0 as usize..span.1 as usize];
+            let leading = matched.chars().take_while(|c| c.is_whitespace()).count();
+            let trailing = matched
+                .chars()
+                .rev()
+                .take_while(|c| c.is_whitespace())
+                .count();
+            let first = out.tokens.len() == at.first_token;
+            trim_span(
+                &mut offsets,
+                leading as u32,
+                trailing as u32,
+                first,
+                add_prefix_space,
+            );
+        }
+        out.push(Token::new(
+            id,
+            at.type_id,
+            self.special_in_text(id),
+            Some(at.sequence),
+            offsets,
+            Some(word),
+        ));
+    }
+
+    /// Normalizes one stretch of text between added tokens (at byte
+    /// `offset` of its sequence) into `text`.
+    fn normalize(
+        &self,
+        part: &str,
+        offset: usize,
+        track: bool,
+        text: &mut Normalized,
+    ) -> Result<()> {
         match &self.normalizer {
-            Some(n) if !track => n.normalize_untracked(part, text)?,
+            Some(n) if !track => n.normalize_untracked(part, text),
             Some(n) => {
                 text.reset(part, offset as u32, track);
-                n.normalize(text)?;
+                n.normalize(text)
             }
-            None => text.reset(part, offset as u32, track),
+            None => {
+                text.reset(part, offset as u32, track);
+                Ok(())
+            }
         }
+    }
+
+    /// Cuts normalized `text` into `pieces` with the pre-tokenizer (from
+    /// the whole text). `text_start`: the text is the start of its input
+    /// (see `PreTokenizer::pre_tokenize`).
+    fn pre_tokenize_all(
+        &self,
+        text: &mut Normalized,
+        pieces: &mut Vec<Range<usize>>,
+        text_start: bool,
+    ) -> Result<()> {
         pieces.clear();
         if !text.as_str().is_empty() {
             pieces.push(0..text.as_str().len());
         }
-        if let Some(p) = &self.pre_tokenizer {
-            p.pre_tokenize(text, pieces, offset == 0)?;
+        match &self.pre_tokenizer {
+            Some(p) => p.pre_tokenize(text, pieces, text_start),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Encodes one stretch of text between special tokens with offsets,
+    /// Goes through a normalized stretch (`text`, at byte `offset` of its
+    /// sequence) in order: the added tokens found in normalized text, and
+    /// between them (or all of it, when there are none to find) the
+    /// pre-tokenized pieces, with the text they are ranges of (`gap`
+    /// holding a stretch between tokens).
+    fn each_found(
+        &self,
+        offset: usize,
+        text: &mut Normalized,
+        gap: &mut Normalized,
+        pieces: &mut Vec<Range<usize>>,
+        mut f: impl FnMut(Found<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(matcher) = self.added.normalized_matcher() else {
+            self.pre_tokenize_all(text, pieces, offset == 0)?;
+            return f(Found::Pieces { text, pieces });
+        };
+        let text = &*text;
+        let whole = text.as_str();
+        self.added
+            .split(whole, Some(matcher), |segment| match segment {
+                Segment::Added { id, span } => f(Found::Added {
+                    id,
+                    span: text.original_span(span),
+                }),
+                Segment::Text("") => Ok(()),
+                Segment::Text(part) => {
+                    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+                    gap.copy_from(text, start..start + part.len());
+                    // Hugging Face's test of a stretch's start: its original
+                    // offset is 0.
+                    self.pre_tokenize_all(gap, pieces, offset == 0 && start == 0)?;
+                    f(Found::Pieces { text: gap, pieces })
+                }
+            })
+    }
+
+    /// RoBERTa's `trim_offsets` on tokens of the model (see `trim_span`),
+    /// by their texts; `starts_sequence`: the first is its sequence's
+    /// first.
+    fn trim_offsets(&self, tokens: &mut [Token], add_prefix_space: bool, starts_sequence: bool) {
+        for (i, token) in tokens.iter_mut().enumerate() {
+            let Ok(text) = self.model.token(token.id) else {
+                continue;
+            };
+            let leading = text.iter().take_while(|&&b| b == b' ').count() as u32;
+            let trailing = text.iter().rev().take_while(|&&b| b == b' ').count() as u32;
+            let first = i == 0 && starts_sequence;
+            trim_span(
+                &mut token.offsets,
+                leading,
+                trailing,
+                first,
+                add_prefix_space,
+            );
+        }
+    }
+
+    /// The normalized pieces of `text` (no added tokens looked for), as
+    /// the model gets them.
+    pub fn pieces_of(&self, text: &str) -> Result<Vec<String>> {
+        SCRATCH.with(|scratch| {
+            let Scratch {
+                text: normalized,
+                pieces,
+                ..
+            } = &mut *scratch.borrow_mut();
+            self.normalize(text, 0, false, normalized)?;
+            self.pre_tokenize_all(normalized, pieces, true)?;
+            let normalized = normalized.as_str();
+            Ok(pieces
+                .iter()
+                .map(|r| normalized[r.clone()].to_owned())
+                .collect())
+        })
+    }
+
+    /// Encodes one stretch of text between added tokens (at byte `offset`
+    /// of its sequence) with offsets, its first piece word `word`,
     /// appending to `out`; returns the next word id.
     fn encode_tracked(
         &self,
         part: &str,
-        at: Place,
-        chars: &CharIndex,
+        offset: usize,
+        at: &Tracked,
+        mut word: u32,
         scratch: &mut Scratch,
         out: &mut Encoding,
     ) -> Result<u32> {
-        self.pieces(part, at.offset, true, scratch)?;
         let Scratch {
             text,
+            gap,
             pieces,
             ids,
             ends,
             ..
         } = scratch;
+        self.normalize(part, offset, true, text)?;
+        self.each_found(offset, text, gap, pieces, |found| {
+            match found {
+                Found::Added { id, span } => {
+                    self.push_added(id, span, at, word, out);
+                    word += 1;
+                }
+                Found::Pieces { text, pieces } => {
+                    let first = out.tokens.len();
+                    self.push_pieces(text, pieces, at, word, ids, ends, out);
+                    if let Some(add_prefix_space) = self.trim_offsets {
+                        let starts_sequence = first == at.first_token;
+                        self.trim_offsets(
+                            &mut out.tokens[first..],
+                            add_prefix_space,
+                            starts_sequence,
+                        );
+                    }
+                    word += pieces.len() as u32;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(word)
+    }
+
+    /// Encodes `pieces` of normalized `text` and pushes their tokens with
+    /// offsets, the first piece word `word`.
+    #[allow(clippy::too_many_arguments)]
+    fn push_pieces(
+        &self,
+        text: &Normalized,
+        pieces: &[Range<usize>],
+        at: &Tracked,
+        word: u32,
+        ids: &mut Vec<u32>,
+        ends: &mut Vec<u32>,
+        out: &mut Encoding,
+    ) {
         ids.clear();
         ends.clear();
         self.model
@@ -838,27 +968,58 @@ impl Tokenizer {
             };
             last_start = token_start;
             let (s, e) = text.original_span(token_start..end);
-            let word = Some(at.word + piece as u32);
             out.push(Token::new(
                 id,
                 at.type_id,
                 false,
                 Some(at.sequence),
-                chars.span(s, e),
-                word,
+                at.chars.span(s, e),
+                Some(word + piece as u32),
             ));
             start = Some(end);
         }
-        Ok(at.word + pieces.len() as u32)
     }
 }
 
-/// Where a stretch of text goes: its byte offset in its sequence, the
-/// sequence and type ids of its tokens, the word id of its first piece.
-#[derive(Clone, Copy)]
-struct Place {
-    offset: usize,
+/// RoBERTa's `trim_offsets` (Hugging Face's rule) on one token's offsets:
+/// they leave out the `leading` and `trailing` spaces of its text, except
+/// the one space of the first token that `add_prefix_space` put there.
+fn trim_span(
+    offsets: &mut (u32, u32),
+    mut leading: u32,
+    trailing: u32,
+    first: bool,
+    add_prefix_space: bool,
+) {
+    let (start, end) = offsets;
+    if leading > 0 {
+        if (first || *start == 0) && add_prefix_space && leading == 1 {
+            leading = 0;
+        }
+        *start = (*start + leading).min(*end);
+    }
+    if trailing > 0 && *end >= trailing {
+        *end = (*end - trailing).max(*start);
+    }
+}
+
+/// What [`Tokenizer::each_found`] goes through.
+enum Found<'a> {
+    /// An added token, at original bytes `span`.
+    Added { id: u32, span: Span },
+    /// Pre-tokenized pieces: ranges of `text`.
+    Pieces {
+        text: &'a Normalized,
+        pieces: &'a [Range<usize>],
+    },
+}
+
+/// One sequence being encoded with offsets: its text, the sequence and
+/// type ids of its tokens, and where its tokens start in the encoding.
+struct Tracked<'t> {
+    text: &'t str,
+    chars: CharIndex,
     sequence: u32,
     type_id: u32,
-    word: u32,
+    first_token: usize,
 }

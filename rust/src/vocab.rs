@@ -2,8 +2,8 @@
 //!
 //! Ordinary tokens have the ids `0..len`, with no gaps (an id is also a BPE
 //! token's merge rank). Special tokens (`<|endoftext|>`) have ids of their own
-//! outside that range, are matched in text only when the caller allows it,
-//! and never take part in merges.
+//! outside that range, are matched in text only when the caller allows it
+//! (see `added_tokens`), and never take part in merges.
 
 use std::hash::BuildHasher;
 
@@ -226,80 +226,6 @@ pub enum AllowedSpecial {
     None,
     All,
     Only(Vec<String>),
-}
-
-/// The matcher for the allowed special tokens (`None` if none are), given
-/// the matcher of all of them and a test of what is special.
-pub fn allowed_matcher<'m>(
-    all: Option<&'m AhoCorasick>,
-    is_special: impl Fn(&str) -> bool,
-    allowed: &AllowedSpecial,
-) -> Result<Option<std::borrow::Cow<'m, AhoCorasick>>> {
-    Ok(match allowed {
-        AllowedSpecial::None => None,
-        AllowedSpecial::All => all.map(std::borrow::Cow::Borrowed),
-        AllowedSpecial::Only(texts) => {
-            if let Some(text) = texts.iter().find(|text| !is_special(text)) {
-                return Err(Error::invalid(format!(
-                    "{text:?} is not a special token of this model"
-                )));
-            }
-            special_matcher(texts)?.map(std::borrow::Cow::Owned)
-        }
-    })
-}
-
-/// A part of a text cut at its special tokens.
-pub enum Segment<'t> {
-    Text(&'t str),
-    /// A special token (the white space it strips, see [`SpecialStrip`],
-    /// is in neither segment).
-    Special(&'t str),
-}
-
-/// A special token that takes the white space on its left (`lstrip`) or
-/// right (`rstrip`) with it, as Hugging Face's added tokens can (RoBERTa's
-/// `<mask>`): that space is part of the token, not of the text around it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpecialStrip {
-    pub token: String,
-    #[serde(default)]
-    pub lstrip: bool,
-    #[serde(default)]
-    pub rstrip: bool,
-}
-
-/// Cuts `text` at the special tokens `matcher` finds, in text order (text
-/// segments may be empty); tokens in `strips` take their white space.
-pub fn split_special<'t, E>(
-    text: &'t str,
-    matcher: Option<&AhoCorasick>,
-    strips: &[SpecialStrip],
-    mut f: impl FnMut(Segment<'t>) -> std::result::Result<(), E>,
-) -> std::result::Result<(), E> {
-    let mut start = 0;
-    if let Some(matcher) = matcher {
-        for found in matcher.find_iter(text) {
-            if found.start() < start {
-                continue; // inside the space a token before took
-            }
-            let token = &text[found.start()..found.end()];
-            let (mut from, mut to) = (found.start(), found.end());
-            if let Some(strip) = strips.iter().find(|s| s.token == token) {
-                if strip.lstrip {
-                    from = start + text[start..from].trim_end().len();
-                }
-                if strip.rstrip {
-                    to = text.len() - text[to..].trim_start().len();
-                }
-            }
-            f(Segment::Text(&text[start..from]))?;
-            f(Segment::Special(token))?;
-            start = to;
-        }
-    }
-    f(Segment::Text(&text[start..]))
 }
 
 /// Finds special tokens in text, the longest where they overlap; `None`

@@ -14,13 +14,14 @@
 //!   merges are exactly those, so a file whose merges follow another order
 //!   is refused rather than encoded differently. polytok's `Pattern` is
 //!   `Split` (its regex, `Isolated`) followed by `ByteLevel` without regex.
-//! - special tokens: Hugging Face's added tokens are recognized in every
-//!   call; a tokenizer read from a file does the same
-//!   (`always_special`); `lstrip`/`rstrip` become `special_token_strip`.
-//!   Added tokens matched after a normalizer (`normalized` where the file
-//!   has one) or as whole words (`single_word`), and added tokens that are
-//!   not special, are refused by name (polytok matches special tokens in
-//!   the text as given).
+//! - added tokens: Hugging Face's are recognized in every call; a
+//!   tokenizer read from a file does the same (`always_special`). Special
+//!   ones are the pipeline's special tokens, the others its plain added
+//!   tokens; their flags (`lstrip`, `rstrip`, `single_word`, `normalized`)
+//!   are the pipeline's `added_token_flags` (see `added_tokens`). Those
+//!   with ids past the model's vocabulary are the pipeline's alone (the
+//!   byte-level BPE model keeps them as its special tokens, which it never
+//!   merges).
 //! - SentencePiece's `remove_extra_whitespaces` (`RemoveExtraWhitespaces`)
 //!   is written as three regex `Replace` steps.
 //! - SentencePiece's normalization rules: `Precompiled` is read as polytok's
@@ -42,6 +43,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
+use crate::added_tokens::AddedTokenFlags;
 use crate::bpe::BpeModel;
 use crate::byte_alphabet;
 use crate::error::{Error, Result};
@@ -55,7 +57,6 @@ use crate::tokenizer::PipelineSpec;
 use crate::unigram::{
     parse_byte_piece, Piece, PieceKind, RankedSettings, Segmentation, UnigramModel, Whitespace,
 };
-use crate::vocab::SpecialStrip;
 use crate::wordpiece::{WordPieceModel, WordPieceSettings};
 
 // ------------------------------------------------------------------ writing
@@ -104,14 +105,21 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
         }
     };
     let decoder = match (&spec.decoder, model) {
-        (Some(d), _) => Some(export_decoder(d)),
+        // Hugging Face's decoding without a decoder.
+        (Some(d), _) if d == &json!({"type": "Join", "separator": " "}) => None,
+        (Some(d), _) => Some(export_decoder(d).map_err(cannot)?),
         // The Unigram preset decodes with the model's own rules; the
         // nearest steps of Hugging Face's (its converters' choice).
         (None, Model::Unigram(m)) => Some(unigram_decoder(m)),
-        (None, _) => None,
+        // polytok joins the tokens' bytes, where Hugging Face without a
+        // decoder would put spaces between them.
+        (None, Model::Bpe(_)) => Some(
+            json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}),
+        ),
+        (None, Model::WordPiece(_)) => Some(json!({"type": "Fuse"})),
     };
     // Added tokens: the pipeline's special tokens, the template's, and the
-    // model's control pieces, by id.
+    // model's control pieces, by id; then its plain added tokens.
     let mut added: Vec<(String, u32)> = spec.special_tokens.clone();
     if let Some(PostProcessor::TemplateProcessing { special_tokens, .. }) = &spec.post_processor {
         for token in special_tokens.values() {
@@ -123,21 +131,28 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
     added.extend(extra_added);
     added.sort_by_key(|(_, id)| *id);
     added.dedup_by_key(|(_, id)| *id);
-    let added_tokens: Vec<Value> = added
+    let plain = spec.added_tokens.iter().map(|t| (t, false));
+    let mut added_tokens: Vec<(u32, Value)> = added
         .iter()
-        .map(|(content, id)| {
-            let strip = spec
-                .special_token_strip
+        .map(|t| (t, true))
+        .chain(plain)
+        .map(|((content, id), special)| {
+            let none = AddedTokenFlags::default();
+            let flags = spec
+                .added_token_flags
                 .iter()
-                .find(|s| s.token == *content);
-            json!({
-                "id": id, "content": content, "single_word": false,
-                "lstrip": strip.is_some_and(|s| s.lstrip),
-                "rstrip": strip.is_some_and(|s| s.rstrip),
-                "normalized": false, "special": true,
-            })
+                .find(|f| f.token == *content)
+                .unwrap_or(&none);
+            let json = json!({
+                "id": id, "content": content, "single_word": flags.single_word,
+                "lstrip": flags.lstrip, "rstrip": flags.rstrip,
+                "normalized": flags.normalized, "special": special,
+            });
+            (*id, json)
         })
         .collect();
+    added_tokens.sort_by_key(|(id, _)| *id);
+    let added_tokens: Vec<Value> = added_tokens.into_iter().map(|(_, t)| t).collect();
     let document = json!({
         "version": "1.0",
         "truncation": spec.truncation,
@@ -153,20 +168,30 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
 }
 
 /// A decoder as Hugging Face has it: its WordPiece step always cleans each
-/// token apart (polytok's `each_token`, which it does not name).
-fn export_decoder(step: &Value) -> Value {
+/// token apart (polytok's `each_token`, which it does not name); polytok's
+/// `Join` has no step there.
+fn export_decoder(step: &Value) -> std::result::Result<Value, String> {
     let mut step = step.clone();
     if let Some(steps) = step.get_mut("decoders").and_then(Value::as_array_mut) {
         for s in steps.iter_mut() {
-            *s = export_decoder(s);
+            *s = export_decoder(s)?;
         }
     }
     if let Some(object) = step.as_object_mut() {
-        if object.get("type").and_then(Value::as_str) == Some("WordPiece") {
-            object.remove("each_token");
+        match object.get("type").and_then(Value::as_str) {
+            Some("WordPiece") => {
+                object.remove("each_token");
+            }
+            Some("Join") => {
+                return Err(
+                    "the decoder step Join (Hugging Face joins with spaces only without a decoder)"
+                        .to_owned(),
+                )
+            }
+            _ => {}
         }
     }
-    step
+    Ok(step)
 }
 
 /// polytok's normalizer steps that Hugging Face lacks are written as its
@@ -643,8 +668,7 @@ impl Reader<'_> {
         let normalizer = present(document.get("normalizer"))
             .map(|n| self.normalizer(n, "normalizer"))
             .transpose()?;
-        let (special_tokens, special_token_strip) =
-            self.added_tokens(document.get("added_tokens"), normalizer.is_some())?;
+        let added = self.added_tokens(document.get("added_tokens"))?;
         let (pre_tokenizer, byte_level) = match present(document.get("pre_tokenizer")) {
             Some(p) => self.pre_tokenizer(p)?,
             None => (None, false),
@@ -653,9 +677,11 @@ impl Reader<'_> {
             .map(|p| self.post_processor(p, "post_processor"))
             .transpose()?
             .flatten();
-        let decoder = present(document.get("decoder"))
-            .map(|d| self.decoder(d, "decoder"))
-            .transpose()?;
+        // Without a decoder Hugging Face joins the tokens with spaces.
+        let decoder = match present(document.get("decoder")) {
+            Some(d) => self.decoder(d, "decoder")?,
+            None => json!({"type": "Join", "separator": " "}),
+        };
         let truncation = present(document.get("truncation"))
             .map(|t| serde_json::from_value(t.clone()).map_err(|e| self.error("truncation", e)))
             .transpose()?;
@@ -667,11 +693,8 @@ impl Reader<'_> {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (model, special_tokens) = match kind {
-            "BPE" if !byte_level => {
-                let model = self.character_bpe(&model_json, &special_tokens)?;
-                (model, special_tokens)
-            }
+        let model = match kind {
+            "BPE" if !byte_level => self.character_bpe(&model_json, &added.special)?,
             "BPE" => {
                 // The model records its pattern (for a preset's steps).
                 let pattern = match &pre_tokenizer {
@@ -680,16 +703,10 @@ impl Reader<'_> {
                     }
                     _ => Pattern::Whole,
                 };
-                self.bpe(&model_json, special_tokens, pattern)?
+                self.bpe(&model_json, &added.all(), pattern)?
             }
-            "WordPiece" => {
-                let model = self.wordpiece(&model_json, normalizer.as_ref(), &special_tokens)?;
-                (model, special_tokens)
-            }
-            "Unigram" => {
-                let model = self.unigram(&model_json, &special_tokens)?;
-                (model, special_tokens)
-            }
+            "WordPiece" => self.wordpiece(&model_json, normalizer.as_ref(), &added.special)?,
+            "Unigram" => self.unigram(&model_json, &added.special)?,
             "" => return Err(self.error("model", "no \"type\"")),
             other => return Err(self.unsupported("model", other, "model")),
         };
@@ -703,60 +720,66 @@ impl Reader<'_> {
             normalizer,
             pre_tokenizer,
             post_processor,
-            special_tokens,
+            special_tokens: added.special,
+            added_tokens: added.plain,
             truncation,
             padding,
-            decoder,
+            decoder: Some(decoder),
             always_special: true,
-            special_token_strip,
+            added_token_flags: added.flags,
         };
         Ok((model, spec))
     }
 
-    /// The added tokens, and those that strip the white space around them.
-    /// `normalized`: matched in the normalized text, which is the text as
-    /// given when there is no normalizer.
-    fn added_tokens(&self, value: Option<&Value>, has_normalizer: bool) -> Result<AddedTokens> {
+    /// The added tokens: the special ones, the plain ones, and the flags
+    /// of those that have any.
+    fn added_tokens(&self, value: Option<&Value>) -> Result<FileAddedTokens> {
+        let mut out = FileAddedTokens::default();
         let Some(value) = present(value) else {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(out);
         };
         let Some(tokens) = value.as_array() else {
             return Err(self.error("added_tokens", "expected a list"));
         };
-        let mut out = Vec::with_capacity(tokens.len());
-        let mut strips = Vec::new();
         for (i, token) in tokens.iter().enumerate() {
             let f = self.fields(token, &format!("added_tokens[{i}]"))?;
+            f.only(
+                self,
+                &[
+                    "id",
+                    "content",
+                    "single_word",
+                    "lstrip",
+                    "rstrip",
+                    "normalized",
+                    "special",
+                ],
+            )?;
             let content = f.string(self, "content")?;
             let id = f.id(self, "id")?;
-            let (lstrip, rstrip) = (
-                f.flag(self, "lstrip", false)?,
-                f.flag(self, "rstrip", false)?,
-            );
-            if lstrip || rstrip {
-                strips.push(SpecialStrip {
+            let flags = AddedTokenFlags {
+                token: content.clone(),
+                lstrip: f.flag(self, "lstrip", false)?,
+                rstrip: f.flag(self, "rstrip", false)?,
+                single_word: f.flag(self, "single_word", false)?,
+                // Hugging Face's default: special tokens are not.
+                normalized: f.flag(self, "normalized", !f.flag(self, "special", false)?)?,
+            };
+            if flags
+                != (AddedTokenFlags {
                     token: content.clone(),
-                    lstrip,
-                    rstrip,
-                });
+                    ..Default::default()
+                })
+            {
+                out.flags.push(flags);
             }
-            for flag in ["single_word", "normalized"] {
-                if f.flag(self, flag, false)? && (flag == "single_word" || has_normalizer) {
-                    return Err(self.error(
-                        &f.place,
-                        format!("the added token {content:?} has {flag}: true, which polytok does not support (it matches added tokens in the text as given)"),
-                    ));
-                }
+            if f.flag(self, "special", false)? {
+                out.special.push((content, id));
+            } else {
+                out.plain.push((content, id));
             }
-            if !f.flag(self, "special", false)? {
-                return Err(self.error(
-                    &f.place,
-                    format!("the added token {content:?} is not special, which polytok does not support (only special added tokens)"),
-                ));
-            }
-            out.push((content, id));
         }
-        Ok((out, strips))
+        Ok(out)
     }
 
     /// A normalizer: Hugging Face's steps that polytok has (the same
@@ -1026,9 +1049,9 @@ impl Reader<'_> {
     fn bpe(
         &self,
         document: &ModelDocument,
-        special: Vec<(String, u32)>,
+        added: &[(String, u32)],
         pattern: Pattern,
-    ) -> Result<(Model, Vec<(String, u32)>)> {
+    ) -> Result<Model> {
         let place = "model";
         let f = self.bpe_fields(document)?;
         if f.flag(self, "byte_fallback", false)? {
@@ -1052,7 +1075,7 @@ impl Reader<'_> {
         let is_tail = |id: usize, text: &str| {
             !merged.contains(text)
                 && (text.starts_with(UNUSED_ID) && text.contains(' ')
-                    || special.iter().any(|(t, i)| *i as usize == id && t == text))
+                    || added.iter().any(|(t, i)| *i as usize == id && t == text))
         };
         while tokens.len() > 256 && is_tail(tokens.len() - 1, &tokens[tokens.len() - 1]) {
             tokens.pop();
@@ -1072,7 +1095,7 @@ impl Reader<'_> {
             .collect::<Result<Vec<_>>>()?;
         let n = tokens.len();
         // Added tokens beyond the vocabulary are the model's special tokens.
-        let beyond: Vec<(String, u32)> = special
+        let beyond: Vec<(String, u32)> = added
             .iter()
             .filter(|(_, id)| *id as usize >= n)
             .cloned()
@@ -1132,7 +1155,7 @@ impl Reader<'_> {
             // unless such a token can be a piece: only added tokens, which
             // are found before pre-tokenization, are safe.
             if let Some(id) = model.unreachable_tokens().find(|&id| {
-                !special
+                !added
                     .iter()
                     .any(|(text, _)| text.as_bytes() == vocab.bytes(id))
             }) {
@@ -1146,7 +1169,7 @@ impl Reader<'_> {
             }
         }
         let model = model.with_merges(expected);
-        Ok((Model::Bpe(std::sync::Arc::new(model)), special))
+        Ok(Model::Bpe(std::sync::Arc::new(model)))
     }
 
     fn wordpiece(
@@ -1249,7 +1272,6 @@ impl Reader<'_> {
             Some(_) => Some(f.string(self, "unk_token")?),
         };
         let tokens = self.vocab_in_id_order(document)?;
-        self.added_tokens_within(special, tokens.len(), "character-level BPE")?;
         let pieces: Vec<Piece> = tokens
             .into_iter()
             .enumerate()
@@ -1290,18 +1312,6 @@ impl Reader<'_> {
         Ok(Model::Unigram(std::sync::Arc::new(model)))
     }
 
-    /// Refuses added tokens past a SentencePiece-style vocabulary of `n`
-    /// pieces (`model` names it), whose ids must all be pieces.
-    fn added_tokens_within(&self, special: &[(String, u32)], n: usize, model: &str) -> Result<()> {
-        match special.iter().find(|(_, id)| *id as usize >= n) {
-            Some((text, id)) => Err(self.error(
-                "added_tokens",
-                format!("the added token {text:?} (id {id}) is beyond the {model} vocabulary, which polytok does not support"),
-            )),
-            None => Ok(()),
-        }
-    }
-
     fn unigram(&self, document: &ModelDocument, special: &[(String, u32)]) -> Result<Model> {
         let place = "model";
         let f = self.model_fields(document);
@@ -1330,7 +1340,6 @@ impl Reader<'_> {
                 format!("{unk} is beyond the {} pieces", pieces.len()),
             ));
         }
-        self.added_tokens_within(special, pieces.len(), "Unigram")?;
         let model = UnigramModel::new(pieces, byte_fallback, Whitespace::default())
             .map_err(|e| self.error(place, e))?;
         Ok(Model::Unigram(std::sync::Arc::new(model)))
@@ -1445,8 +1454,20 @@ impl Fields<'_> {
     }
 }
 
-/// A file's added tokens (text, id), and those that strip white space.
-type AddedTokens = (Vec<(String, u32)>, Vec<SpecialStrip>);
+/// A file's added tokens (text, id), special and plain, and their flags.
+#[derive(Default)]
+struct FileAddedTokens {
+    special: Vec<(String, u32)>,
+    plain: Vec<(String, u32)>,
+    flags: Vec<AddedTokenFlags>,
+}
+
+impl FileAddedTokens {
+    /// Every added token, special or not.
+    fn all(&self) -> Vec<(String, u32)> {
+        [&self.special[..], &self.plain[..]].concat()
+    }
+}
 
 /// `None` for an absent field or `null`.
 fn present(value: Option<&Value>) -> Option<&Value> {

@@ -351,13 +351,19 @@ impl Pipeline {
         ))
     }
 
-    /// A token's text (bytes that are not UTF-8 shown as `<0xNN>`).
-    fn id_to_token(&self, id: u32) -> PyResult<String> {
-        Ok(readable(&self.tokenizer.model().token(id).map_err(to_py)?))
+    /// The number of ids: the model's, and added tokens' past them.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.tokenizer.vocab_size()
     }
 
-    /// The id of a token given by its text: a special token of the
-    /// pipeline, or of the model's vocabulary.
+    /// A token's text (bytes that are not UTF-8 shown as `<0xNN>`).
+    fn id_to_token(&self, id: u32) -> PyResult<String> {
+        Ok(readable(&self.tokenizer.token(id).map_err(to_py)?))
+    }
+
+    /// The id of a token given by its text: an added or special token of
+    /// the pipeline, or of the model's vocabulary.
     fn token_to_id(&self, token: &str) -> Option<u32> {
         self.tokenizer.token_id(token)
     }
@@ -490,16 +496,15 @@ impl Encoding {
         if let Some(tokens) = self.tokens.get() {
             return Ok(tokens);
         }
-        let model = self
+        let tokenizer = self
             .tokenizer
             .as_ref()
-            .expect("a detached encoding has its tokens")
-            .model();
+            .expect("a detached encoding has its tokens");
         let tokens = self
             .encoding
             .padded_ids()
             .iter()
-            .map(|&id| Ok(readable(&model.token(id).map_err(to_py)?)))
+            .map(|&id| Ok(readable(&tokenizer.token(id).map_err(to_py)?)))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(self.tokens.get_or_init(|| tokens))
     }

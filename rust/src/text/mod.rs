@@ -83,6 +83,18 @@ impl Normalized {
         write(text, &mut self.text);
     }
 
+    /// Becomes bytes `range` of `source`, with their spans (keeping this
+    /// text's buffers).
+    pub fn copy_from(&mut self, source: &Normalized, range: Range<usize>) {
+        self.track = source.track;
+        self.text.clear();
+        self.text.push_str(&source.text[range.clone()]);
+        self.spans.clear();
+        if self.track {
+            self.spans.extend_from_slice(&source.spans[range]);
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }

@@ -549,10 +549,12 @@ fn unicode_form(text: &mut Normalized, form: Form) {
 
 /// Gives each character of a `(char, change)` stream of
 /// `unicode-normalization-alignments` (over input characters whose spans
-/// are `spans`) its span: a change of 0 or `-n` replaces the next input
-/// character and `n` more (the union of their spans), a positive change is
-/// one more character of the last replacement (its span). `start` is for
-/// the unlikely stream that begins with such a character.
+/// are `spans`) its span as Hugging Face's `NormalizedString` does: a
+/// change of 0 or `-n` replaces the next input character (its span) and
+/// removes `n` more (a composed `é` stands for the `e`); a positive change
+/// inserts a character that stands for the last input character consumed,
+/// removed ones included. `start` is for the unlikely stream that begins
+/// with an insertion.
 fn walk_changes(
     stream: impl Iterator<Item = (char, isize)>,
     mut spans: impl Iterator<Item = Span>,
@@ -561,16 +563,16 @@ fn walk_changes(
 ) {
     let mut last = start;
     for (c, change) in stream {
-        if change <= 0 {
-            let mut span = spans.next().unwrap_or((last.1, last.1));
-            for _ in 0..change.unsigned_abs() {
-                if let Some(next) = spans.next() {
-                    span = (span.0.min(next.0), span.1.max(next.1));
-                }
-            }
-            last = span;
+        if change > 0 {
+            emit(c, last);
+            continue;
         }
-        emit(c, last);
+        let span = spans.next().unwrap_or((last.1, last.1));
+        last = span;
+        for _ in 0..change.unsigned_abs() {
+            last = spans.next().unwrap_or(last);
+        }
+        emit(c, span);
     }
 }
 
@@ -716,8 +718,10 @@ fn bert_tracked(bert: bert_text::BertNormalizer, src: &Normalized, out: &mut Bui
         let chinese = bert.handle_chinese_chars && flags & bert_text::CHINESE != 0;
         if chinese || flags & bert_text::PLAIN != 0 {
             flush(out, &mut run, &mut run_spans);
+            // The spaces around an ideograph stand for it, as in Hugging
+            // Face (a token that takes one, `rstrip`, reaches over it).
             if chinese {
-                out.push(' ', (span.0, span.0));
+                out.push(' ', span);
             }
             if flags & bert_text::PLAIN != 0 {
                 if !(bert.strip_accents && flags & bert_text::MARK != 0) {
@@ -729,7 +733,7 @@ fn bert_tracked(bert: bert_text::BertNormalizer, src: &Normalized, out: &mut Bui
                 flush(out, &mut run, &mut run_spans);
             }
             if chinese {
-                out.push(' ', (span.1, span.1));
+                out.push(' ', span);
             }
         } else {
             run.push(c);
@@ -1082,10 +1086,11 @@ mod tests {
             run(r#"{"type":"NFD"}"#, "xé"),
             ("xe\u{301}".into(), vec![(0, 1), (1, 3), (1, 3)])
         );
-        // NFC: e + U+0301 (bytes 1..4) merge into é, the union of spans.
+        // NFC: e + U+0301 (bytes 1..4) merge into é, which stands for the
+        // e (as in Hugging Face).
         assert_eq!(
             run(r#"{"type":"NFC"}"#, "xe\u{301}y"),
-            ("xéy".into(), vec![(0, 1), (1, 4), (4, 5)])
+            ("xéy".into(), vec![(0, 1), (1, 2), (4, 5)])
         );
         // NFKC: the ligature ﬁ (3 bytes) expands to f and i.
         assert_eq!(
@@ -1283,8 +1288,8 @@ mod tests {
         let (text, spans) = run(b, "É\u{0}中\tx");
         assert_eq!(text, "e 中  x");
         // É (0..2) becomes e; NUL (2..3) goes; the spaces around 中 (3..6)
-        // are inserted, empty at either side; the tab (6..7) is a space.
-        assert_eq!(spans, vec![(0, 2), (3, 3), (3, 6), (6, 6), (6, 7), (7, 8)]);
+        // stand for it, as in Hugging Face; the tab (6..7) is a space.
+        assert_eq!(spans, vec![(0, 2), (3, 6), (3, 6), (3, 6), (6, 7), (7, 8)]);
     }
 
     #[test]
