@@ -25,7 +25,11 @@ The files (written to a temporary directory outside the project):
 * ``Unigram .model (nmt_nfkc)``: a 32,000-piece Unigram model that
   ``sentencepiece`` trains here on the text of the run with its default
   normalization (T5's and XLM-R's design); read by polytok,
-  ``sentencepiece`` (the reference) and ``kitoken``.
+  ``sentencepiece`` (the reference) and ``kitoken``;
+* ``Unigram tokenizer.json (Precompiled)``: that model as ``transformers``'
+  converter writes it (``Precompiled``, ``Metaspace``: the Hub's T5 and
+  XLM-R files); read by polytok, ``tokenizers`` (the reference),
+  ``fastokens`` and ``kitoken``.
 
 Ids are those of the text alone (no template tokens). For each file and
 reader: the load time (median of the rounds, each a fresh load), then
@@ -56,6 +60,7 @@ READERS = {
     "Mistral .model": ("sentencepiece", "polytok", "kitoken"),
     "Mistral tokenizer.json": ("tokenizers", "polytok", "fastokens", "kitoken"),
     "Unigram .model (nmt_nfkc)": ("sentencepiece", "polytok", "kitoken"),
+    "Unigram tokenizer.json (Precompiled)": ("tokenizers", "polytok", "fastokens", "kitoken"),
 }
 
 
@@ -85,6 +90,14 @@ def write_files(directory: Path) -> dict[str, Path]:
         input_sentence_size=200_000, shuffle_input_sentence=True, minloglevel=2,
     )
     paths["Unigram .model (nmt_nfkc)"] = directory / "nmt_nfkc.model"
+    from sentencepiece import sentencepiece_model_pb2
+    from transformers.convert_slow_tokenizer import SpmConverter
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(paths["Unigram .model (nmt_nfkc)"].read_bytes())
+    converted = SpmConverter.build_tokenizer_from_spm_proto(proto, [(p.piece, p.score) for p in proto.pieces])
+    paths["Unigram tokenizer.json (Precompiled)"] = directory / "unigram.json"
+    converted.save(str(paths["Unigram tokenizer.json (Precompiled)"]))
     return paths
 
 

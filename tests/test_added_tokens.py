@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import polytok
 from conftest import CORPORA
+from polytok.cli import main
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
@@ -141,6 +143,8 @@ def test_qwen_style_byte_level_bpe(tmp_path, flores):
     lines = [line for language in sorted(flores)[::5] for line in flores[language][:60]]
     assert_same(ours, reference, TEXTS + lines)
     assert ours.decode(ours.encode("<tool_call>x").ids, skip_special_tokens=True) == "<tool_call>x"
+    info = CliRunner().invoke(main, ["info", str(tmp_path / "tokenizer.json")])
+    assert info.exit_code == 0 and f"'<tool_call>' = {reference.token_to_id('<tool_call>')}" in info.output
 
 
 @pytest.fixture(scope="module")

@@ -183,10 +183,7 @@ def near_ties_only(ours, theirs, lines: list[str], differing: list[int]) -> None
 @pytest.mark.parametrize("rule", ["nmt_nfkc", "nfkc_cf"])
 def test_converted_tokenizer_json(rule, flores, tmp_path):
     """polytok reads the converter's tokenizer.json into `tokenizers`' ids on
-    every FLORES line (but near ties) and its offsets: equal, except where
-    polytok's map is documented to differ (a merge spans all it stands for,
-    `tokenizers` gives its first or last character), where polytok's span
-    holds `tokenizers`'."""
+    every FLORES line (but near ties) and its offsets on every line."""
     model = train(tmp_path, rule, normalization_rule_name=rule)
     theirs = converted(model)
     assert "Precompiled" in theirs.to_str()
@@ -199,17 +196,10 @@ def test_converted_tokenizer_json(rule, flores, tmp_path):
     # Mostly "000" cut as "00" + "0" or "0" + "00", two paths of equal score.
     assert len(differing) < 0.005 * len(lines), len(differing)
     near_ties_only(ours, theirs, lines, differing)
-    equal = 0
+    near_tied = set(differing)
     for i, (a, b) in enumerate(zip(mine, reference)):
-        if i in differing:
-            continue
-        theirs_offsets = [tuple(o) for o in b.offsets]
-        if a.offsets == theirs_offsets:
-            equal += 1
-            continue
-        for x, y in zip(a.offsets, theirs_offsets):
-            assert x[0] <= y[0] and y[1] <= x[1], (lines[i], x, y)
-    assert equal > 0.95 * len(lines)
+        if i not in near_tied:
+            assert a.offsets == [tuple(o) for o in b.offsets], lines[i]
 
 
 def test_exported_model_loads_in_tokenizers(flores, nmt_nfkc_model):

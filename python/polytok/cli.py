@@ -290,6 +290,8 @@ def info(tokenizer_path, pattern, cased, samples, longest) -> None:
                     summary.add_row(step.replace("_", "-"), repr(component))
             if tokenizer.special_tokens:
                 summary.add_row("special", ", ".join(f"{t} = {i}" for t, i in tokenizer.special_tokens.items()))
+            if tokenizer.added_tokens:
+                summary.add_row("added", ", ".join(f"{t!r} = {i}" for t, i in tokenizer.added_tokens.items()))
             ordinary = range(tokenizer.vocab_size)
             length = lambda i: len(tokenizer.id_to_token(i))  # noqa: E731
         else:

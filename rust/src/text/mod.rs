@@ -208,6 +208,15 @@ impl Normalized {
         })
     }
 
+    /// The span of the character that ends at byte `at`, or the empty span
+    /// at the start for 0 (`(0, 0)` without tracking).
+    pub fn span_before(&self, at: usize) -> Span {
+        match at.checked_sub(1) {
+            Some(last) if self.track => self.spans[last],
+            _ => self.insertion_span(0),
+        }
+    }
+
     /// The empty span just before the character at byte `at` (or at the
     /// end), for inserted text.
     pub fn insertion_span(&self, at: usize) -> Span {

@@ -68,23 +68,19 @@
 //! - `Sequence {normalizers}`: the steps in order.
 //!
 //! The map: each output character carries the original span of the input
-//! character(s) it stands for: an expansion (`ﬁ` → `fi`, `é` → `e` + U+0301
-//! under NFD) gives each of its characters the whole span, a merge (NFC's
-//! `e` + U+0301 → `é`, a regex match replaced) the union of the spans.
-//! A rule's replacement (both charsmap steps) spans what the rule matched.
-//! Characters a step inserts without replacing anything (the spaces BERT
-//! puts around ideographs, `Replace` of an empty match) get the empty span
-//! at their place, and removed characters leave no trace; `Prepend`'s
-//! characters get the span of the first character, as in Hugging Face.
-//! Hugging Face's map differs in three places: it gives a merge the span
-//! of its first character only (NFC, a `Precompiled` rule that replaces
-//! several characters) or of its last (`Replace`), an inserted character
-//! the span of the character before it, and, where a `Precompiled` rule
-//! removes characters at the start of the text (or after a rule that
-//! lengthened it), the following characters spans of earlier ones (`\x1fa`
-//! → `a`, spanning the removed `\x1f`).
-
-use std::ops::Range;
+//! character it stands for, as Hugging Face's `NormalizedString` has it,
+//! so that offsets through any step equal `tokenizers`': an expansion
+//! (`ﬁ` → `fi`, `é` → `e` + U+0301 under NFD) gives each of its characters
+//! the whole span; a merge stands for its first source (NFC's `e` + U+0301
+//! → `é`, a `Precompiled` rule replacing several characters), a
+//! `Replace`ment for the last character it replaces; an inserted character
+//! for the one before it (at the start, the empty span there), the spaces
+//! BERT puts around an ideograph for the ideograph, `Prepend`'s characters
+//! for the first character. Removed characters leave no trace, except
+//! where Hugging Face's `Precompiled` lets a removal shift the map (`\x1fa`
+//! → `a`, spanning the removed `\x1f`), which polytok follows. A
+//! `SentencePieceCharsmap` rule's replacement spans what the rule matched
+//! (SentencePiece's own map, which `tokenizers` does not have).
 
 use fancy_regex::Regex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -642,12 +638,10 @@ fn replace(text: &mut Normalized, regex: &Regex, content: &str) -> Result<()> {
         let mut last = 0;
         for range in matches {
             out.copy(src, last..range.start);
-            let span = if range.is_empty() {
-                src.insertion_span(range.start)
-            } else {
-                src.original_span(range.clone())
-            };
-            out.push_str(content, span);
+            // Hugging Face's map: the replacement stands for the character
+            // before its end (the match's last, or for an empty match the
+            // one before it).
+            out.push_str(content, src.span_before(range.end));
             last = range.end;
         }
         out.copy(src, last..src.as_str().len());
@@ -1005,40 +999,61 @@ fn next_longest_rule<'a>(
     None
 }
 
-/// Hugging Face's `Precompiled` (see the module doc).
+/// Hugging Face's `Precompiled` (see the module doc): its rules by
+/// grapheme cluster, and its map (the `(char, change)` stream its
+/// `NormalizedString` is transformed with, walked as there).
 fn precompiled_by_graphemes(text: &mut Normalized, charsmap: &Charsmap) {
     use unicode_segmentation::UnicodeSegmentation;
-    if !text.as_str().bytes().any(|b| charsmap.starts_rule(b)) {
+    let s = text.as_str();
+    if !s.bytes().any(|b| charsmap.starts_rule(b)) {
+        return;
+    }
+    // Hugging Face's `replace`: a replacement's characters replace, its
+    // extra ones are insertions, and a shorter one makes the character
+    // before it (whatever it is) remove the difference.
+    fn replace(stream: &mut Vec<(char, isize)>, old: &str, new: &str) {
+        let diff = new.chars().count() as isize - old.chars().count() as isize;
+        stream.extend(new.chars().map(|c| (c, 0)));
+        if diff > 0 {
+            let n = stream.len();
+            stream[n - diff as usize..]
+                .iter_mut()
+                .for_each(|(_, change)| *change = 1);
+        } else if let Some((_, change)) = stream.last_mut().filter(|_| diff < 0) {
+            *change += diff;
+        }
+    }
+    let mut stream = Vec::with_capacity(s.len());
+    let mut modified = false;
+    for grapheme in s.graphemes(true) {
+        let whole = (grapheme.len() < 6)
+            .then(|| charsmap.first_rule(grapheme))
+            .flatten();
+        if let Some(replacement) = whole {
+            replace(&mut stream, grapheme, replacement);
+            modified = true;
+            continue;
+        }
+        for (i, c) in grapheme.char_indices() {
+            let one = &grapheme[i..i + c.len_utf8()];
+            match charsmap.first_rule(one) {
+                Some(replacement) => {
+                    replace(&mut stream, one, replacement);
+                    modified = true;
+                }
+                None => stream.push((c, 0)),
+            }
+        }
+    }
+    if !modified {
         return;
     }
     text.rebuild(|src, out| {
-        let s = src.as_str();
-        let mut copied = 0;
-        let mut replace = |out: &mut Builder, range: Range<usize>, replacement: &str| {
-            out.copy(src, copied..range.start);
-            out.push_str(replacement, src.original_span(range.clone()));
-            copied = range.end;
-        };
-        for (start, grapheme) in s.grapheme_indices(true) {
-            if !grapheme.bytes().any(|b| charsmap.starts_rule(b)) {
-                continue;
-            }
-            let whole = (grapheme.len() < 6)
-                .then(|| charsmap.first_rule(grapheme))
-                .flatten();
-            if let Some(replacement) = whole {
-                replace(out, start..start + grapheme.len(), replacement);
-                continue;
-            }
-            for (i, c) in grapheme.char_indices() {
-                let at = start + i;
-                let one = &s[at..at + c.len_utf8()];
-                if let Some(replacement) = charsmap.first_rule(one) {
-                    replace(out, at..at + one.len(), replacement);
-                }
-            }
-        }
-        out.copy(src, copied..s.len());
+        let spans = src.chars_with_spans().map(|(_, _, span)| span);
+        let start = src.insertion_span(0);
+        walk_changes(stream.into_iter(), spans, start, &mut |c, span| {
+            out.push(c, span)
+        });
     });
 }
 
@@ -1224,10 +1239,11 @@ mod tests {
         // Each ASCII character is its own grapheme: `a` and `b` apart.
         assert_eq!(run(&step, "abc").0, "xb");
         // `a` + U+0301 is one grapheme; its first rule (`a`) replaces it
-        // whole, accent and all.
+        // whole, accent and all; the `x` stands for the `a`, as in Hugging
+        // Face.
         assert_eq!(
             run(&step, "za\u{301}é"),
-            ("zxe".into(), vec![(0, 1), (1, 4), (4, 6)])
+            ("zxe".into(), vec![(0, 1), (1, 2), (4, 6)])
         );
         // From 6 bytes on, each character is looked up alone.
         assert_eq!(
@@ -1254,17 +1270,19 @@ mod tests {
 
     #[test]
     fn replace_merges_and_inserts() {
+        // A replacement stands for the last character it replaces, as in
+        // Hugging Face.
         let s = r#"{"type":"Replace","pattern":{"String":"ab"},"content":"X"}"#;
         assert_eq!(
             run(s, "cabab"),
-            ("cXX".into(), vec![(0, 1), (1, 3), (3, 5)])
+            ("cXX".into(), vec![(0, 1), (2, 3), (4, 5)])
         );
         let r = r#"{"type":"Replace","pattern":{"Regex":"\\p{Han}+"},"content":"<>"}"#;
         assert_eq!(
             run(r, "a中文b"),
-            ("a<>b".into(), vec![(0, 1), (1, 7), (1, 7), (7, 8)])
+            ("a<>b".into(), vec![(0, 1), (4, 7), (4, 7), (7, 8)])
         );
-        // An empty match inserts with an empty span.
+        // An empty match at the start inserts with an empty span.
         let start = r#"{"type":"Replace","pattern":{"Regex":"^"},"content":"_"}"#;
         assert_eq!(
             run(start, "ab"),
