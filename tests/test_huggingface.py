@@ -223,15 +223,13 @@ def test_unigram_trained_by_tokenizers(some_lines, tmp_path):
     theirs = train_reference(models.Unigram(), trainer, pre_tokenizers.Metaspace(), decoders.Metaspace())
     theirs.save(str(tmp_path / "tokenizer.json"))
     ours = polytok.load(tmp_path / "tokenizer.json")
-    # polytok adds scores as SentencePiece does (32-bit floats), tokenizers
-    # in 64 bits: on a near tie the two may pick different paths, whose
-    # scores then differ by float rounding only.
-    scores = [score for _, score in json.loads(theirs.to_str())["model"]["vocab"]]
-    differing = differing_lines(ours, theirs, some_lines)
-    assert len(differing) <= 5, len(differing)
-    for i in differing:
-        mine, reference = ours.encode(some_lines[i]).ids, theirs.encode(some_lines[i]).ids
-        assert abs(sum(scores[t] for t in mine) - sum(scores[t] for t in reference)) < 1e-3
+    # The file's scores, added in 64 bits as tokenizers adds them: near
+    # ties go its way, on every line.
+    assert differing_lines(ours, theirs, some_lines) == []
+    # Kept so in polytok's own file, and written back as they were.
+    again = polytok.from_json(ours.to_json())
+    assert differing_lines(again, theirs, some_lines[::3]) == []
+    assert json.loads(ours.to_tokenizer_json())["model"]["vocab"] == json.loads(theirs.to_str())["model"]["vocab"]
     text = "Hello wörld, ∰ unknown"
     assert ours.decode(ours.encode(text).ids) == theirs.decode(theirs.encode(text).ids, skip_special_tokens=False)
 

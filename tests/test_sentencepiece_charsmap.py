@@ -182,8 +182,12 @@ def near_ties_only(ours, theirs, lines: list[str], differing: list[int]) -> None
 
 @pytest.mark.parametrize("rule", ["nmt_nfkc", "nfkc_cf"])
 def test_converted_tokenizer_json(rule, flores, tmp_path):
-    """polytok reads the converter's tokenizer.json into `tokenizers`' ids on
-    every FLORES line (but near ties) and its offsets on every line."""
+    """polytok reads the converter's tokenizer.json into `tokenizers`' ids and
+    offsets on every FLORES line: it adds the file's scores as `tokenizers`
+    does (64-bit), so near ties (mostly "000" as "00" + "0" or "0" + "00")
+    go the same way; the `.model` itself, read by polytok, adds as
+    SentencePiece (32-bit) and goes SentencePiece's way there (see
+    `test_exported_model_loads_in_tokenizers`)."""
     model = train(tmp_path, rule, normalization_rule_name=rule)
     theirs = converted(model)
     assert "Precompiled" in theirs.to_str()
@@ -192,14 +196,7 @@ def test_converted_tokenizer_json(rule, flores, tmp_path):
     lines = [line for language in sorted(flores) for line in flores[language]]
     mine = ours.encode_batch(lines, offsets=True)
     reference = theirs.encode_batch(lines, add_special_tokens=False)
-    differing = [i for i, (a, b) in enumerate(zip(mine, reference)) if a.ids != b.ids]
-    # Mostly "000" cut as "00" + "0" or "0" + "00", two paths of equal score.
-    assert len(differing) < 0.005 * len(lines), len(differing)
-    near_ties_only(ours, theirs, lines, differing)
-    near_tied = set(differing)
-    for i, (a, b) in enumerate(zip(mine, reference)):
-        if i not in near_tied:
-            assert a.offsets == [tuple(o) for o in b.offsets], lines[i]
+    assert [i for i, (a, b) in enumerate(zip(mine, reference)) if (a.ids, a.offsets) != (b.ids, [tuple(o) for o in b.offsets])] == []
 
 
 def test_exported_model_loads_in_tokenizers(flores, nmt_nfkc_model):

@@ -35,6 +35,10 @@
 //! - Unigram: piece kinds are not in the format: control pieces are written
 //!   as special added tokens (as `transformers`' converters do) and read
 //!   back as control pieces; `<0xNN>` pieces are bytes with byte fallback.
+//!   A model read keeps the file's scores and adds them as `tokenizers`
+//!   does (`f64`; SentencePiece adds `f32`), so that near ties of long
+//!   texts go its way (`UnigramModel::with_tokenizers_scores`); scores are
+//!   written as the `f64` they stand for, as the converters write them.
 //!
 //! A component or setting polytok does not have is an error naming it and
 //! its place in the file (`pre_tokenizer.pretokenizers[1]: ...`), never a
@@ -353,7 +357,11 @@ fn export_unigram(
             }
             _ => {}
         }
-        vocab.push(json!([piece.text, piece.score]));
+        let score = match model.tokenizers_scores() {
+            Some(scores) => scores[id],
+            None => piece.score as f64,
+        };
+        vocab.push(json!([piece.text, score]));
     }
     let json = json!({
         "type": "Unigram",
@@ -1334,6 +1342,8 @@ impl Reader<'_> {
             let kind = piece_kind(&text, id, unk == Some(id as u32), byte_fallback, special);
             pieces.push(Piece { text, score, kind });
         }
+        // Scores added as tokenizers adds them (see the module doc).
+        let scores = entries.iter().map(|(_, score)| *score).collect();
         if let Some(unk) = unk.filter(|&u| u as usize >= pieces.len()) {
             return Err(self.error(
                 "model.unk_id",
@@ -1341,6 +1351,7 @@ impl Reader<'_> {
             ));
         }
         let model = UnigramModel::new(pieces, byte_fallback, Whitespace::default())
+            .and_then(|m| m.with_tokenizers_scores(scores))
             .map_err(|e| self.error(place, e))?;
         Ok(Model::Unigram(std::sync::Arc::new(model)))
     }

@@ -14,7 +14,11 @@
 //! later candidate replaces the best only if strictly better (ties keep the
 //! earlier one), and when the path score at a start passes ±100,000 it is
 //! subtracted from every best path from there on (SentencePiece's guard
-//! against lost precision), which changes later roundings.
+//! against lost precision), which changes later roundings. A model read
+//! from a `tokenizer.json` adds as Hugging Face's `tokenizers` does instead
+//! (`f64`, the file's scores, never rebased; see
+//! `UnigramModel::with_tokenizers_scores`): the same walk, generic over
+//! the [`PathScore`].
 //!
 //! Cost: O(n · L) for a text of n bytes and pieces of at most L bytes: one
 //! trie unit read per byte of each walk, with the score in it, and one
@@ -25,12 +29,12 @@ use std::cell::RefCell;
 
 use crate::error::{Error, Result};
 
-use super::piece_trie::NO_PIECE;
+use super::piece_trie::{Node, NO_PIECE};
 use super::{PieceKind, UnigramModel, SPACE_SYMBOL, SPACE_SYMBOL_FINDER};
 use crate::model::SAME_SPAN;
 
 /// SentencePiece's penalty of the unknown piece below the lowest score.
-const UNK_PENALTY: f32 = 10.0;
+pub(super) const UNK_PENALTY: f32 = 10.0;
 
 /// Path scores beyond ±this are rebased to 0 (SentencePiece's
 /// `kScoreResetThreshold`).
@@ -45,8 +49,12 @@ type Span = (u32, usize, usize);
 
 thread_local! {
     /// The best paths and the spans of a text, reused between calls.
-    static BUFFERS: RefCell<(BestPaths, Vec<Span>)> =
-        const { RefCell::new((BestPaths { scores: Vec::new(), lasts: Vec::new() }, Vec::new())) };
+    static BUFFERS: RefCell<(BestPaths, Vec<Span>)> = const {
+        RefCell::new((
+            BestPaths { scores: Vec::new(), precise: Vec::new(), lasts: Vec::new() },
+            Vec::new(),
+        ))
+    };
     /// A piece with its `▁` written as spaces (see `encode_piece`).
     static WALK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
@@ -58,10 +66,39 @@ struct BestPaths {
     /// -inf while no path ends here: any piece's first candidate wins, as
     /// SentencePiece's "no path yet" does (scores are finite).
     scores: Vec<f32>,
+    /// The same in `f64`, for a model that adds as `tokenizers` does.
+    precise: Vec<f64>,
     /// (where the last piece starts, its trie unit or `UNKNOWN`), written
     /// with the score: entries of earlier texts are never read, since the
     /// backtrack only visits ends with a path.
     lasts: Vec<(u32, u32)>,
+}
+
+/// How path scores add up: `f32` as SentencePiece (rebased past
+/// ±`SCORE_RESET`), `f64` as Hugging Face's `tokenizers` (never rebased).
+trait PathScore: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::SubAssign {
+    const NEG_INFINITY: Self;
+    const ZERO: Self;
+    /// Whether a path score this far from 0 is rebased.
+    fn needs_reset(self) -> bool;
+}
+
+impl PathScore for f32 {
+    const NEG_INFINITY: Self = f32::NEG_INFINITY;
+    const ZERO: Self = 0.0;
+    #[inline(always)]
+    fn needs_reset(self) -> bool {
+        !(-SCORE_RESET..=SCORE_RESET).contains(&self)
+    }
+}
+
+impl PathScore for f64 {
+    const NEG_INFINITY: Self = f64::NEG_INFINITY;
+    const ZERO: Self = 0.0;
+    #[inline(always)]
+    fn needs_reset(self) -> bool {
+        false
+    }
 }
 
 impl UnigramModel {
@@ -79,7 +116,22 @@ impl UnigramModel {
         }
         BUFFERS.with(|buffers| {
             let (best, spans) = &mut *buffers.borrow_mut();
-            self.viterbi(bytes, best);
+            match &self.tokenizers_scores {
+                None => self.viterbi(
+                    bytes,
+                    &mut best.scores,
+                    &mut best.lasts,
+                    |node| node.score,
+                    self.min_score - UNK_PENALTY,
+                ),
+                Some(s) => self.viterbi(
+                    bytes,
+                    &mut best.precise,
+                    &mut best.lasts,
+                    |node| s.by_unit[node.index as usize],
+                    s.unknown,
+                ),
+            }
             self.best_pieces(bytes, best, spans, out);
             if let Some((ends, mut at)) = ends {
                 // Token lengths in the original form: a piece's own text,
@@ -204,31 +256,38 @@ impl UnigramModel {
         Ok(Cow::Owned(walk))
     }
 
-    /// Fills `best` with the best path ending at each character end.
-    fn viterbi(&self, bytes: &[u8], best: &mut BestPaths) {
+    /// Fills `scores` and `lasts` with the best path ending at each
+    /// character end; `score` is a trie node's piece score (-inf for none),
+    /// `unk_score` the unknown piece's.
+    fn viterbi<S: PathScore>(
+        &self,
+        bytes: &[u8],
+        scores: &mut Vec<S>,
+        lasts: &mut Vec<(u32, u32)>,
+        score: impl Fn(Node) -> S,
+        unk_score: S,
+    ) {
         let n = bytes.len();
-        best.scores.clear();
-        best.scores.resize(n + 1, f32::NEG_INFINITY);
-        if best.lasts.len() <= n {
-            best.lasts.resize(n + 1, (0, UNKNOWN));
+        scores.clear();
+        scores.resize(n + 1, S::NEG_INFINITY);
+        if lasts.len() <= n {
+            lasts.resize(n + 1, (0, UNKNOWN));
         }
-        best.scores[0] = 0.0;
-        let BestPaths { scores, lasts } = best;
-        let unk_score = self.min_score - UNK_PENALTY;
+        scores[0] = S::ZERO;
         let mut start = 0;
         while start < n {
             let char_end = start + utf8_len(bytes[start]).min(n - start);
             let mut till_here = scores[start];
-            if !(-SCORE_RESET..=SCORE_RESET).contains(&till_here) {
+            if till_here.needs_reset() {
                 // Every path so far ends within the longest piece from
                 // here; entries past them hold -inf, which stays -inf.
                 let last = (start + self.longest_walk).min(n);
-                for score in &mut scores[start..=last] {
-                    *score -= till_here;
+                for s in &mut scores[start..=last] {
+                    *s -= till_here;
                 }
-                till_here = 0.0;
+                till_here = S::ZERO;
             }
-            let mut relax = |end: usize, piece: u32, score: f32| {
+            let mut relax = |end: usize, piece: u32, score: S| {
                 // NO_PIECE never wins.
                 let candidate = score + till_here;
                 if candidate > scores[end] {
@@ -247,14 +306,14 @@ impl UnigramModel {
                 };
                 node = next;
                 end += 1;
-                relax(end, node.index, node.score);
+                relax(end, node.index, score(node));
             }
             let has_single = end == char_end && node.score != NO_PIECE;
             if end == char_end {
                 while let Some(next) = bytes.get(end).and_then(|&b| self.trie.child(node, b)) {
                     node = next;
                     end += 1;
-                    relax(end, node.index, node.score);
+                    relax(end, node.index, score(node));
                 }
             }
             if !has_single {

@@ -105,6 +105,10 @@ struct UnigramFile {
     /// unknown characters is one unknown piece.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ranked_merges: Option<RankedMerges>,
+    /// A model that adds scores as Hugging Face's `tokenizers` (read from
+    /// a tokenizer.json): its pieces' scores as the file had them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tokenizers_scores: Option<Vec<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     normalization: Option<Normalization>,
     training: Option<serde_json::Value>,
@@ -401,6 +405,7 @@ impl UnigramModel {
                 fuse_unknown: settings.fuse_unknown,
                 ignore_merges: settings.ignore_merges,
             }),
+            tokenizers_scores: self.tokenizers_scores().map(<[f64]>::to_vec),
             normalization: self.normalization.clone(),
             training: training.cloned(),
             pipeline: pipeline.cloned(),
@@ -458,6 +463,10 @@ impl UnigramModel {
                     "ranked_merges need \"segmentation\": \"bpe\"",
                 )),
                 None => m.with_segmentation(file.segmentation),
+            })
+            .and_then(|m| match file.tokenizers_scores {
+                Some(scores) => m.with_tokenizers_scores(scores),
+                None => Ok(m),
             })
             .map_err(|e| damaged(source, e))?
             .with_unk_surface(file.unk_surface)

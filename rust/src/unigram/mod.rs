@@ -110,6 +110,20 @@ pub struct UnigramModel {
     min_score: f32,
     /// A BPE model's merge tables (see `merges.rs`); `None` for Unigram.
     merges: Option<Box<merges::Merges>>,
+    /// Hugging Face's arithmetic, for a model read from a `tokenizer.json`
+    /// (see [`UnigramModel::with_tokenizers_scores`]).
+    tokenizers_scores: Option<TokenizersScores>,
+}
+
+/// The scores a `tokenizer.json` gives its pieces, added as `tokenizers`
+/// adds them: in `f64`, never rebased, the unknown piece's below the lowest
+/// of all pieces.
+pub(crate) struct TokenizersScores {
+    /// By piece id, as the file has them.
+    by_piece: Box<[f64]>,
+    /// By trie unit (see `PieceTrie::per_unit`): what the encoder reads.
+    pub(crate) by_unit: Box<[f64]>,
+    pub(crate) unknown: f64,
 }
 
 impl UnigramModel {
@@ -223,7 +237,48 @@ impl UnigramModel {
             longest_walk,
             min_score,
             merges: None,
+            tokenizers_scores: None,
         })
+    }
+
+    /// The model adding piece scores as Hugging Face's `tokenizers` does
+    /// (a model read from a `tokenizer.json`): `scores`, one per piece as
+    /// the file has them, summed in `f64` and never rebased, the unknown
+    /// piece at the lowest of all scores minus 10. SentencePiece sums `f32`
+    /// scores in `f32` and rebases past ±100,000 (the default here): on
+    /// near ties of long texts the two pick different paths, and with these
+    /// scores polytok picks `tokenizers`' (n-best and sampling keep
+    /// SentencePiece's arithmetic).
+    pub fn with_tokenizers_scores(mut self, scores: Vec<f64>) -> Result<Self> {
+        if scores.len() != self.pieces.len() {
+            return Err(Error::invalid(format!(
+                "{} scores for {} pieces",
+                scores.len(),
+                self.pieces.len()
+            )));
+        }
+        if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
+            return Err(Error::invalid(format!(
+                "piece {i} has the score {}, not a finite number",
+                scores[i]
+            )));
+        }
+        let lowest = scores.iter().copied().fold(f64::INFINITY, f64::min);
+        self.tokenizers_scores = Some(TokenizersScores {
+            by_unit: self
+                .trie
+                .per_unit(|id| scores[id as usize], f64::NEG_INFINITY)
+                .into(),
+            unknown: lowest - encoder::UNK_PENALTY as f64,
+            by_piece: scores.into(),
+        });
+        Ok(self)
+    }
+
+    /// The scores of a model that adds them as `tokenizers` does (see
+    /// [`UnigramModel::with_tokenizers_scores`]), by piece id.
+    pub fn tokenizers_scores(&self) -> Option<&[f64]> {
+        self.tokenizers_scores.as_ref().map(|s| &s.by_piece[..])
     }
 
     /// The model segmenting text as `segmentation` says (Unigram unless

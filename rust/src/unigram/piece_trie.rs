@@ -230,6 +230,22 @@ impl PieceTrie {
     pub fn id(&self, index: u32) -> u32 {
         self.ids[index as usize]
     }
+
+    /// A value per unit (indexed by `Node::index`): `of_piece(id)` where
+    /// a piece that can win ends (its score is no `NO_PIECE`), else `none`.
+    pub fn per_unit<T: Copy>(&self, of_piece: impl Fn(u32) -> T, none: T) -> Vec<T> {
+        self.units
+            .iter()
+            .zip(&self.ids)
+            .map(|(unit, &id)| {
+                if unit.score == NO_PIECE || id == u32::MAX {
+                    none
+                } else {
+                    of_piece(id)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Which units of the array are free, a bit each (set: free).
