@@ -322,25 +322,6 @@ impl AddedTokens {
         }
         f(Segment::Text(&text[start..]))
     }
-
-    /// The tokens in the order given (specials first), with their flags
-    /// where they have any: for writing files.
-    pub fn iter(&self) -> impl Iterator<Item = AddedToken<'_>> {
-        self.entries.iter().map(|e| AddedToken {
-            content: &e.content,
-            id: e.id,
-            special: e.special,
-            flags: &e.flags,
-        })
-    }
-}
-
-/// One added token, as [`AddedTokens::iter`] gives it.
-pub struct AddedToken<'a> {
-    pub content: &'a str,
-    pub id: u32,
-    pub special: bool,
-    pub flags: &'a AddedTokenFlags,
 }
 
 /// Whether bytes `from..to` of `text` stand as a whole word: no word

@@ -228,11 +228,6 @@ impl Tokenizer {
         }
     }
 
-    /// The added and special tokens (for writing files).
-    pub fn added_tokens(&self) -> &AddedTokens {
-        &self.added
-    }
-
     /// The text of `ids`: the tokens' texts (special tokens left out with
     /// `skip_special`) through the decoder, or joined without one; bytes
     /// that are not UTF-8 replaced.
