@@ -216,6 +216,36 @@ def test_roberta_processing_trims_offsets(add_prefix_space, some_lines, tmp_path
     assert again.encode("a <both>  b").ids == theirs.encode("a <both>  b").ids
 
 
+@pytest.mark.parametrize("add_prefix_space", [False, True])
+def test_byte_level_post_processor_trims_offsets(add_prefix_space, some_lines, tmp_path):
+    """GPT-NeoX's and Pythia's files: the ByteLevel post-processor with
+    trim_offsets; and Llama 3's Sequence of ByteLevel and a template."""
+    from tokenizers import processors
+
+    theirs = byte_level_bpe(False)
+    theirs.post_processor = processors.ByteLevel(trim_offsets=True, add_prefix_space=add_prefix_space)
+    theirs.save(str(tmp_path / "tokenizer.json"))
+    ours = polytok.load(tmp_path / "tokenizer.json")
+    assert differing_lines(ours, theirs, some_lines) == []
+    pair = (" two  spaces ", "  and more  ")
+    assert (ours.encode(*pair).offsets, ours.encode(*pair).type_ids) == (theirs.encode(*pair).offsets, theirs.encode(*pair).type_ids)
+    eos = theirs.token_to_id("<|endoftext|>")
+    theirs.post_processor = processors.Sequence(
+        [processors.ByteLevel(trim_offsets=True), processors.TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", eos)])]
+    )
+    theirs.save(str(tmp_path / "tokenizer.json"))
+    ours = polytok.load(tmp_path / "tokenizer.json")
+    mine = ours.encode_batch(some_lines[:500], offsets=True)
+    reference = theirs.encode_batch(some_lines[:500])
+    assert [(m.ids, m.offsets, m.special_tokens_mask) for m in mine] == [(r.ids, [tuple(o) for o in r.offsets], r.special_tokens_mask) for r in reference]
+    steps = ours.post_processor.processors
+    assert isinstance(steps[0], polytok.processors.ByteLevel) and isinstance(steps[1], polytok.processors.TemplateProcessing)
+    # Written back as it was read.
+    again = tokenizers.Tokenizer.from_str(ours.to_tokenizer_json())
+    assert json.loads(again.to_str())["post_processor"] == json.loads(theirs.to_str())["post_processor"]
+    assert differing_lines(ours, again, some_lines[:500]) == []
+
+
 def test_unigram_trained_by_tokenizers(some_lines, tmp_path):
     from tokenizers import decoders, models, pre_tokenizers, trainers
 

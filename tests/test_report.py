@@ -58,6 +58,28 @@ def test_cl100k_counts_equal_tiktoken(corpus, cl100k, tiktoken_cl100k):
         assert report.row(language)["tokens"] == expected, language
 
 
+def test_composed_tokenizers_are_measured_by_their_model(corpus, cl100k, tiktoken_cl100k, bert_files, tmp_path):
+    """A tokenizer composed around a model (as tokenizer.json files of
+    GPT-NeoX, Llama 3 or a BERT with added tokens load) is measured as
+    its pipeline encodes."""
+    composed = polytok.Tokenizer(
+        cl100k, pre_tokenizer=cl100k.pre_tokenizer, post_processor=polytok.processors.ByteLevel(trim_offsets=True)
+    )
+    tokenizers = pytest.importorskip("tokenizers")
+    reference = tokenizers.Tokenizer.from_file(str(bert_files[1]))
+    reference.no_truncation()
+    reference.no_padding()
+    reference.add_tokens(["unbelievable"])
+    reference.save(str(tmp_path / "bert.json"))
+    bert = polytok.load(tmp_path / "bert.json")
+    assert type(bert) is polytok.Tokenizer and type(composed) is polytok.Tokenizer
+    report = polytok.report(corpus, [("composed", composed), ("bert", bert)], bootstrap=0, progress=False)
+    for language, lines in corpus.lines.items():
+        assert per_language(report, "composed")[language] == sum(map(len, tiktoken_cl100k.encode_ordinary_batch(lines)))
+        expected = sum(len(e.ids) for e in reference.encode_batch(lines, add_special_tokens=False))
+        assert per_language(report, "bert")[language] == expected, language
+
+
 def test_bert_counts_equal_tokenizers(corpus, bert_files, bert_reference):
     report = polytok.report(corpus, [bert_files[0]], bootstrap=0, progress=False)
     for language, lines in corpus.lines.items():

@@ -12,12 +12,13 @@ tokenizer (:meth:`polytok.Tokenizer.enable_truncation`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence as Seq
 from typing import Any
 
-from polytok._component import Component
+from polytok._component import Component, build_steps, check_steps
 
-SpecialTokens = Sequence[tuple[str, int]] | Mapping[str, int]
+SpecialTokens = Seq[tuple[str, int]] | Mapping[str, int]
 
 
 class PostProcessor(Component):
@@ -88,6 +89,34 @@ class RobertaProcessing(PostProcessor):
         self.cls = _token(cls, "cls")
         self.trim_offsets = bool(trim_offsets)
         self.add_prefix_space = bool(add_prefix_space)
+
+
+class ByteLevel(PostProcessor):
+    """Hugging Face's post-processor of byte-level BPE: no tokens added;
+    with ``trim_offsets``, offsets trimmed as :class:`RobertaProcessing`
+    trims them (the files of GPT-NeoX and Pythia). ``use_regex`` matters to
+    the pre-tokenizer only (kept for the files)."""
+
+    _fields = ("add_prefix_space", "trim_offsets", "use_regex")
+
+    def __init__(self, add_prefix_space: bool = True, trim_offsets: bool = True, use_regex: bool = True) -> None:
+        self.add_prefix_space = bool(add_prefix_space)
+        self.trim_offsets = bool(trim_offsets)
+        self.use_regex = bool(use_regex)
+
+
+class Sequence(PostProcessor):
+    """The steps in order, at most one of which adds tokens (Llama 3's
+    :class:`ByteLevel` then :class:`TemplateProcessing`)."""
+
+    _fields = ("processors",)
+
+    def __init__(self, *, processors: Seq[PostProcessor]) -> None:
+        self.processors = check_steps("Sequence", "processors", processors, PostProcessor)
+
+    @classmethod
+    def _from_settings(cls, settings: dict[str, Any]) -> PostProcessor:
+        return cls(processors=build_steps("Sequence", "processors", settings, "post_processor"))
 
 
 def _token(value: Any, name: str) -> list:

@@ -271,28 +271,27 @@ class _Subject:
 
 
 def _subject(tokenizer: Tokenizer, name: str, source: str, digest: str | None) -> _Subject:
-    from polytok.bpe import BPETokenizer
-    from polytok.wordpiece import WordPieceTokenizer
-
+    # By the model, whatever the steps around it (a preset, or a tokenizer
+    # composed or read from a tokenizer.json).
     core = tokenizer._core
-    if isinstance(tokenizer, BPETokenizer):
-        n = tokenizer.n_ordinary
+    if isinstance(core, _core.Bpe):
+        n = core.n_ordinary
         texts = []
         for i in range(n):
             try:
-                texts.append(tokenizer.token_bytes(i).decode("utf-8"))
+                texts.append(core.token_bytes(i).decode("utf-8"))
             except UnicodeDecodeError:
                 texts.append(None)
         return _Subject(name, tokenizer, source, digest, n, [], [], texts)
-    if isinstance(tokenizer, WordPieceTokenizer):
-        n = tokenizer.vocab_size
-        prefix = tokenizer.settings.get("continuing_subword_prefix", "##")
-        texts = [tokenizer.id_to_token(i).removeprefix(prefix) for i in range(n)]
+    if isinstance(core, _core.WordPiece):
+        n = core.vocab_size
+        prefix = core.settings.get("continuing_subword_prefix", "##")
+        texts = [core.token(i).removeprefix(prefix) for i in range(n)]
         return _Subject(name, tokenizer, source, digest, n, [core.unk_id], [], texts)
     if isinstance(core, _core.Unigram):
         # Any SentencePiece model (Unigram or BPE, a preset or read from a
         # tokenizer.json).
-        n = tokenizer.vocab_size
+        n = core.vocab_size
         pieces = [tokenizer.id_to_token(i) for i in range(n)]
         fallback = [i for i, p in enumerate(pieces) if core.byte_fallback and _is_byte_piece(p)]
         bytes_ = set(fallback)

@@ -56,6 +56,69 @@ pub enum PostProcessor {
         #[serde(default)]
         add_prefix_space: bool,
     },
+    /// Hugging Face's post-processor of byte-level BPE: no tokens added;
+    /// with `trim_offsets`, RoBERTa's trim of the offsets (the files of
+    /// GPT-NeoX and Pythia). `use_regex` matters to its pre-tokenizer only.
+    ByteLevel {
+        #[serde(default = "yes")]
+        add_prefix_space: bool,
+        #[serde(default = "yes")]
+        trim_offsets: bool,
+        #[serde(default = "yes")]
+        use_regex: bool,
+    },
+    /// The steps in order, at most one of which adds tokens (Llama 3's
+    /// `ByteLevel` then `TemplateProcessing`).
+    Sequence { processors: Vec<PostProcessor> },
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl PostProcessor {
+    /// RoBERTa's `trim_offsets`, with its `add_prefix_space`, if a step
+    /// trims offsets.
+    pub fn trim_offsets(&self) -> Option<bool> {
+        match self {
+            PostProcessor::RobertaProcessing {
+                trim_offsets: true,
+                add_prefix_space,
+                ..
+            }
+            | PostProcessor::ByteLevel {
+                trim_offsets: true,
+                add_prefix_space,
+                ..
+            } => Some(*add_prefix_space),
+            PostProcessor::Sequence { processors } => {
+                processors.iter().find_map(PostProcessor::trim_offsets)
+            }
+            _ => None,
+        }
+    }
+
+    /// The step that adds tokens, if any (an error if a sequence has
+    /// more than one).
+    pub fn templating(&self) -> Result<Option<&PostProcessor>> {
+        match self {
+            PostProcessor::ByteLevel { .. } => Ok(None),
+            PostProcessor::Sequence { processors } => {
+                let mut found = None;
+                for step in processors {
+                    if let Some(t) = step.templating()? {
+                        if found.replace(t).is_some() {
+                            return Err(Error::invalid(
+                                "a Sequence of post-processors with more than one that adds tokens",
+                            ));
+                        }
+                    }
+                }
+                Ok(found)
+            }
+            templating => Ok(Some(templating)),
+        }
+    }
 }
 
 /// A post-processor as a template (every kind is one).
@@ -85,6 +148,14 @@ impl Template {
             type_id,
         };
         let seq = |id, type_id| TemplatePiece::Sequence { id, type_id };
+        let Some(processor) = processor.templating()? else {
+            // No tokens: each text as it is, the pair's second of type 1.
+            return Ok(Template {
+                single: vec![seq(SequenceId::A, 0)],
+                pair: Some(vec![seq(SequenceId::A, 0), seq(SequenceId::B, 1)]),
+                tokens: BTreeMap::new(),
+            });
+        };
         let template = match processor {
             PostProcessor::TemplateProcessing {
                 single,
@@ -118,6 +189,9 @@ impl Template {
                 ]),
                 tokens: [special(cls), special(sep)].into_iter().collect(),
             },
+            PostProcessor::ByteLevel { .. } | PostProcessor::Sequence { .. } => {
+                unreachable!("templating() gives a step that adds tokens")
+            }
         };
         for (name, pieces) in [
             ("single", Some(&template.single)),
@@ -580,6 +654,44 @@ mod tests {
         assert_eq!(e.padded_attention_mask(), [0, 0, 1, 1]);
         assert_eq!(e.padded_offsets()[0], (0, 0));
         assert_eq!(e.len(), 4);
+    }
+
+    #[test]
+    fn byte_level_adds_no_tokens_and_sequences_hold_one_template() {
+        let byte_level = PostProcessor::ByteLevel {
+            add_prefix_space: false,
+            trim_offsets: true,
+            use_regex: true,
+        };
+        let template = Template::new(&byte_level).unwrap();
+        assert_eq!(
+            (
+                template.added_tokens(false).unwrap(),
+                template.added_tokens(true).unwrap()
+            ),
+            (0, 0)
+        );
+        assert_eq!(byte_level.trim_offsets(), Some(false));
+        let bert = PostProcessor::BertProcessing {
+            sep: ("[SEP]".into(), 102),
+            cls: ("[CLS]".into(), 101),
+        };
+        let sequence = PostProcessor::Sequence {
+            processors: vec![byte_level.clone(), bert.clone()],
+        };
+        assert_eq!(
+            Template::new(&sequence)
+                .unwrap()
+                .added_tokens(false)
+                .unwrap(),
+            2
+        );
+        assert_eq!(sequence.trim_offsets(), Some(false));
+        let two = PostProcessor::Sequence {
+            processors: vec![bert.clone(), byte_level, bert],
+        };
+        let e = Template::new(&two).err().unwrap().to_string();
+        assert!(e.contains("more than one"), "{e}");
     }
 
     #[test]

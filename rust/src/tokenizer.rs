@@ -178,14 +178,10 @@ impl Tokenizer {
             template,
             added,
             always_special: spec.always_special,
-            trim_offsets: match &spec.post_processor {
-                Some(PostProcessor::RobertaProcessing {
-                    trim_offsets: true,
-                    add_prefix_space,
-                    ..
-                }) => Some(*add_prefix_space),
-                _ => None,
-            },
+            trim_offsets: spec
+                .post_processor
+                .as_ref()
+                .and_then(PostProcessor::trim_offsets),
             truncation: spec.truncation.clone(),
             padding: spec.padding.clone(),
             vocab_size,

@@ -125,7 +125,8 @@ pub fn export(model: &Model, spec: &PipelineSpec) -> Result<String> {
     // Added tokens: the pipeline's special tokens, the template's, and the
     // model's control pieces, by id; then its plain added tokens.
     let mut added: Vec<(String, u32)> = spec.special_tokens.clone();
-    if let Some(PostProcessor::TemplateProcessing { special_tokens, .. }) = &spec.post_processor {
+    let templating = spec.post_processor.as_ref().map(PostProcessor::templating);
+    if let Some(Ok(Some(PostProcessor::TemplateProcessing { special_tokens, .. }))) = templating {
         for token in special_tokens.values() {
             if let [id] = token.ids[..] {
                 added.push((token.id.clone(), id));
@@ -988,13 +989,15 @@ impl Reader<'_> {
                     self,
                     &["type", "add_prefix_space", "trim_offsets", "use_regex"],
                 )?;
-                if f.flag(self, "trim_offsets", true)? {
-                    return Err(self.error(
-                        place,
-                        "ByteLevel with trim_offsets: true is not supported by polytok (its offsets keep the spaces)",
-                    ));
+                // Without trim_offsets it changes nothing.
+                if !f.flag(self, "trim_offsets", true)? {
+                    return Ok(None);
                 }
-                Ok(None)
+                Ok(Some(PostProcessor::ByteLevel {
+                    add_prefix_space: f.flag(self, "add_prefix_space", true)?,
+                    trim_offsets: true,
+                    use_regex: f.flag(self, "use_regex", true)?,
+                }))
             }
             "Sequence" => {
                 let steps = f.list(self, "processors")?;
@@ -1002,12 +1005,12 @@ impl Reader<'_> {
                 for (i, step) in steps.iter().enumerate() {
                     kept.extend(self.post_processor(step, &format!("{place}.processors[{i}]"))?);
                 }
-                if kept.len() > 1 {
-                    return Err(
-                        self.error(place, "more than one template is not supported by polytok")
-                    );
+                if kept.len() < 2 {
+                    return Ok(kept.pop());
                 }
-                Ok(kept.pop())
+                let sequence = PostProcessor::Sequence { processors: kept };
+                sequence.templating().map_err(|e| self.error(place, e))?;
+                Ok(Some(sequence))
             }
             "TemplateProcessing" | "BertProcessing" | "RobertaProcessing" => {
                 let processor = serde_json::from_value(value.clone());
