@@ -38,18 +38,14 @@ use crate::vocab::AllowedSpecial;
 #[serde(deny_unknown_fields)]
 pub struct AddedTokenFlags {
     pub token: String,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     pub lstrip: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     pub rstrip: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     pub single_word: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     pub normalized: bool,
-}
-
-fn is_false(value: &bool) -> bool {
-    !*value
 }
 
 impl AddedTokenFlags {

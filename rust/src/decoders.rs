@@ -28,11 +28,11 @@ pub enum Decoder {
     /// Face's ByteLevel, which serves as pre-tokenizer too; they are kept
     /// for its files and do not change decoding.)
     ByteLevel {
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         add_prefix_space: bool,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         trim_offsets: bool,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         use_regex: bool,
     },
     /// WordPiece's decoder: a token that starts with `prefix` is joined to
@@ -47,9 +47,9 @@ pub enum Decoder {
     WordPiece {
         #[serde(default = "double_hash")]
         prefix: String,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         cleanup: bool,
-        #[serde(default, skip_serializing_if = "is_false")]
+        #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
         each_token: bool,
     },
     /// `replacement` (`▁`) back to a space; when the pre-tokenizer adds a
@@ -61,7 +61,7 @@ pub enum Decoder {
         replacement: char,
         #[serde(default)]
         prepend_scheme: PrependScheme,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         split: bool,
     },
     /// Tokens `<0xNN>` become the byte 0xNN; each run of them becomes one
@@ -190,10 +190,6 @@ impl ReplacePattern {
             (PatternSpec::Regex(_), None) => unreachable!("regex patterns are compiled when built"),
         }
     }
-}
-
-fn yes() -> bool {
-    true
 }
 
 fn double_hash() -> String {
@@ -686,7 +682,3 @@ fn common_prefix(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests;
-
-fn is_false(value: &bool) -> bool {
-    !*value
-}

@@ -45,6 +45,7 @@ mod pair_index;
 pub mod presets;
 pub mod processors;
 pub mod progress;
+mod serde_defaults;
 pub mod text;
 pub mod text_stats;
 pub mod tokenizer;

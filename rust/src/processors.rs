@@ -60,20 +60,16 @@ pub enum PostProcessor {
     /// with `trim_offsets`, RoBERTa's trim of the offsets (the files of
     /// GPT-NeoX and Pythia). `use_regex` matters to its pre-tokenizer only.
     ByteLevel {
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         add_prefix_space: bool,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         trim_offsets: bool,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         use_regex: bool,
     },
     /// The steps in order, at most one of which adds tokens (Llama 3's
     /// `ByteLevel` then `TemplateProcessing`).
     Sequence { processors: Vec<PostProcessor> },
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl PostProcessor {

@@ -56,7 +56,7 @@ pub struct PipelineSpec {
     /// Special tokens are recognized in every call, whatever the caller
     /// allows, and are 0 in the special-tokens mask where found in text
     /// (Hugging Face's added tokens: tokenizers read from its files).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     pub always_special: bool,
     /// How special and added tokens are matched beyond their text
     /// (Hugging Face's `lstrip`, `rstrip`, `single_word`, `normalized`).
@@ -66,10 +66,6 @@ pub struct PipelineSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub added_token_flags: Vec<AddedTokenFlags>,
-}
-
-fn is_false(value: &bool) -> bool {
-    !*value
 }
 
 /// A model with its text handling and post-processing.

@@ -34,10 +34,6 @@ fn default_replacement() -> char {
     '\u{2581}'
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// A pre-tokenization step, as saved in tokenizer files (`{"type": NAME,
 /// ...}`; Hugging Face's names and fields where the step exists there).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,7 +65,7 @@ pub enum PreTokenizerSpec {
         #[serde(default = "default_replacement")]
         replacement: char,
         prepend_scheme: PrependScheme,
-        #[serde(default = "yes")]
+        #[serde(default = "crate::serde_defaults::yes")]
         split: bool,
     },
     Sequence {

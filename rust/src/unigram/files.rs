@@ -123,7 +123,7 @@ struct UnigramFile {
 struct RankedMerges {
     merges: Vec<(String, String)>,
     fuse_unknown: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     ignore_merges: bool,
 }
 
@@ -132,22 +132,17 @@ struct RankedMerges {
 struct WhitespaceEntry {
     remove_extra: bool,
     add_dummy_prefix: bool,
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    #[serde(
+        default = "crate::serde_defaults::yes",
+        skip_serializing_if = "is_true"
+    )]
     escape: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::serde_defaults::is_false")]
     as_suffix: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 fn is_true(value: &bool) -> bool {
     *value
-}
-
-fn is_false(value: &bool) -> bool {
-    !*value
 }
 
 fn is_unigram(segmentation: &Segmentation) -> bool {
