@@ -195,6 +195,14 @@ def test_bad_added_tokens_are_refused_by_name(wordpiece):
         polytok.Tokenizer(wordpiece, added_tokens={"": n}).encode("x")
     with pytest.raises(TypeError, match="added_tokens must map"):
         polytok.Tokenizer(wordpiece, added_tokens=["x"])  # type: ignore[arg-type]
+    # A special token matched after normalization would be matched whatever
+    # the caller allows: only where special tokens are found in every call.
+    document = json.loads(polytok.Tokenizer(wordpiece, special_tokens={"<x>": n}).to_json())
+    document["pipeline"]["added_token_flags"] = [{"token": "<x>", "normalized": True}]
+    with pytest.raises(polytok.TokenizerFileError, match='special token "<x>" is normalized'):
+        polytok.from_json(json.dumps(document))
+    document["pipeline"]["always_special"] = True
+    assert polytok.from_json(json.dumps(document)).encode("a <x>").ids[-1] == n
 
 
 def test_old_files_flags_name_still_reads(wordpiece):

@@ -540,13 +540,17 @@ class Tokenizer:
         """The pipeline as saved: everything, for a composed tokenizer."""
         return {"preset": False, **self.pipeline_dict()}
 
-    def _restore(self, pipeline: dict) -> None:
+    def _restore(self, pipeline: dict, source: str) -> None:
         """Applies a saved pipeline's truncation, padding and recognition
-        of special tokens."""
+        of added tokens; what the core refuses is a
+        :class:`polytok.TokenizerFileError` naming ``source``."""
         self._always_special = bool(pipeline.get("always_special", False))
         flags = pipeline.get("added_token_flags") or pipeline.get("special_token_strip") or []
         self._added_token_flags = [dict(f) for f in flags]
-        self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
+        try:
+            self._set(truncation=pipeline.get("truncation"), padding=pipeline.get("padding"))
+        except (TypeError, ValueError) as e:
+            raise _core.TokenizerFileError(f"{source}: {e}") from None
 
     def __reduce__(self):
         """Pickles as the polytok JSON that :meth:`save` writes: exact, a
@@ -643,7 +647,7 @@ def from_json(text: str, source: str = "<polytok JSON>", preset: type[Preset] | 
         tokenizer = Tokenizer._from_pipeline(core, pipeline, source)
         tokenizer._training = training
     if pipeline is not None:
-        tokenizer._restore(pipeline)
+        tokenizer._restore(pipeline, source)
     return tokenizer
 
 
@@ -671,7 +675,7 @@ def _tokenizer_json(core: Model, pipeline_json: str, source: str) -> Tokenizer:
         tokenizer: Tokenizer = preset(core)
     else:
         tokenizer = Tokenizer._from_pipeline(core, pipeline, source)
-    tokenizer._restore(pipeline)
+    tokenizer._restore(pipeline, source)
     return tokenizer
 
 
