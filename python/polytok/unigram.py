@@ -123,6 +123,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         "sub_iterations",
     )
     _WHOLE_NUMBERS = ("vocab_size", "max_piece_length", "seed_size", "sub_iterations")
+
     def nbest(self, text: str, k: int) -> list[tuple[list[int], float]]:
         """The ``k`` best segmentations of ``text`` with their scores (sums of
         piece log-probabilities), best first; the first is :meth:`encode`'s."""

@@ -57,11 +57,10 @@ impl AddedTokenFlags {
 struct Entry {
     id: u32,
     special: bool,
-    /// The token as given.
-    content: String,
     /// What is matched and decoded: the content, or under `normalized`
     /// its normalized form (as Hugging Face decodes it).
     text: String,
+    /// Its flags, and (`token`) the token as given.
     flags: AddedTokenFlags,
 }
 
@@ -150,7 +149,7 @@ impl AddedTokens {
             if let Some(&other) = table.by_id.get(id) {
                 return Err(Error::invalid(format!(
                     "added tokens {:?} and {content:?} have the same id {id}",
-                    table.entries[other].content
+                    table.entries[other].flags.token
                 )));
             }
             let index = table.entries.len();
@@ -159,7 +158,6 @@ impl AddedTokens {
             table.entries.push(Entry {
                 id: *id,
                 special: is_special,
-                content: content.clone(),
                 text: content.clone(),
                 flags: AddedTokenFlags {
                     token: content.clone(),
@@ -189,11 +187,11 @@ impl AddedTokens {
         if let Some(normalizer) = normalizer {
             let mut normalized = Normalized::default();
             for entry in table.entries.iter_mut().filter(|e| e.flags.normalized) {
-                normalizer.normalize_untracked(&entry.content, &mut normalized)?;
+                normalizer.normalize_untracked(&entry.flags.token, &mut normalized)?;
                 if normalized.as_str().is_empty() {
                     return Err(Error::invalid(format!(
                         "added token {:?} is normalized to nothing",
-                        entry.content
+                        entry.flags.token
                     )));
                 }
                 entry.text = normalized.as_str().to_owned();

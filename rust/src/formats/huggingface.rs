@@ -340,24 +340,9 @@ fn export_wordpiece(model: &WordPieceModel) -> Value {
 fn export_unigram(
     model: &UnigramModel,
 ) -> std::result::Result<(Value, Vec<(String, u32)>), String> {
-    let mut control = Vec::new();
+    let control = control_pieces(model.pieces(), "Unigram")?;
     let mut vocab = Vec::with_capacity(model.pieces().len());
     for (id, piece) in model.pieces().iter().enumerate() {
-        match piece.kind {
-            PieceKind::Control => control.push((piece.text.clone(), id as u32)),
-            PieceKind::UserDefined | PieceKind::Unused => {
-                return Err(format!(
-                    "piece {id} ({:?}) is {}: Hugging Face's Unigram has no such pieces",
-                    piece.text,
-                    if piece.kind == PieceKind::Unused {
-                        "unused"
-                    } else {
-                        "user-defined"
-                    }
-                ))
-            }
-            _ => {}
-        }
         let score = match model.tokenizers_scores() {
             Some(scores) => scores[id],
             None => piece.score as f64,
@@ -385,21 +370,7 @@ fn export_character_bpe(
     model: &UnigramModel,
 ) -> std::result::Result<(Value, Vec<(String, u32)>), String> {
     let pieces = model.pieces();
-    if let Some((id, p)) = pieces
-        .iter()
-        .enumerate()
-        .find(|(_, p)| matches!(p.kind, PieceKind::UserDefined | PieceKind::Unused))
-    {
-        return Err(format!(
-            "piece {id} ({:?}) is {}: Hugging Face's BPE has no such pieces",
-            p.text,
-            if p.kind == PieceKind::Unused {
-                "unused"
-            } else {
-                "user-defined"
-            }
-        ));
-    }
+    let control = control_pieces(pieces, "BPE")?;
     let (merges, settings) = match model.ranked_merges() {
         Some((merges, settings)) => (merges.to_vec(), settings),
         None => (
@@ -410,12 +381,6 @@ fn export_character_bpe(
             },
         ),
     };
-    let control = pieces
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.kind == PieceKind::Control)
-        .map(|(id, p)| (p.text.clone(), id as u32))
-        .collect();
     let vocab: Map<String, Value> = pieces
         .iter()
         .enumerate()
@@ -434,6 +399,32 @@ fn export_character_bpe(
         "vocab": vocab, "merges": merges,
     });
     Ok((json, control))
+}
+
+/// A SentencePiece model's control pieces (written as added tokens); its
+/// user-defined and unused pieces, which Hugging Face's `model` (its name)
+/// has no kind for, are refused by name.
+fn control_pieces(
+    pieces: &[Piece],
+    model: &str,
+) -> std::result::Result<Vec<(String, u32)>, String> {
+    let mut control = Vec::new();
+    for (id, piece) in pieces.iter().enumerate() {
+        let kind = match piece.kind {
+            PieceKind::Control => {
+                control.push((piece.text.clone(), id as u32));
+                continue;
+            }
+            PieceKind::UserDefined => "user-defined",
+            PieceKind::Unused => "unused",
+            _ => continue,
+        };
+        return Err(format!(
+            "piece {id} ({:?}) is {kind}: Hugging Face's {model} has no such pieces",
+            piece.text
+        ));
+    }
+    Ok(control)
 }
 
 /// Merges that rank SentencePiece's pieces by score (see
@@ -766,13 +757,14 @@ impl Reader<'_> {
             )?;
             let content = f.string(self, "content")?;
             let id = f.id(self, "id")?;
+            let special = f.flag(self, "special", false)?;
             let flags = AddedTokenFlags {
                 token: content.clone(),
                 lstrip: f.flag(self, "lstrip", false)?,
                 rstrip: f.flag(self, "rstrip", false)?,
                 single_word: f.flag(self, "single_word", false)?,
                 // Hugging Face's default: special tokens are not.
-                normalized: f.flag(self, "normalized", !f.flag(self, "special", false)?)?,
+                normalized: f.flag(self, "normalized", !special)?,
             };
             if flags
                 != (AddedTokenFlags {
@@ -782,7 +774,7 @@ impl Reader<'_> {
             {
                 out.flags.push(flags);
             }
-            if f.flag(self, "special", false)? {
+            if special {
                 out.special.push((content, id));
             } else {
                 out.plain.push((content, id));
