@@ -1,12 +1,15 @@
 //! Encoding a piece (the pipeline pre-tokenizes): merge its bytes.
 //!
-//! Most pieces are whole tokens and cost one hash lookup. The others are
+//! Most pieces are whole tokens and cost one lookup. The others are
 //! remembered once merged, by each thread, for one model at a time (see
 //! `EncodeState`): text repeats its words, and merging costs far more than a
-//! lookup. Long pieces are first cut where no token crosses (`cuts.rs`), so
-//! that a CJK phrase becomes words that are tokens or cached. Merging
-//! follows the lowest-rank-first rule in one of three ways, with the same
-//! result:
+//! lookup. Pieces of up to 15 bytes (nine in ten) are looked up by value
+//! (`short_pieces.rs`): first among the thread's most recent pieces, a table
+//! that stays in the core's own cache, then among the model's short tokens
+//! and the thread's merged pieces. Long pieces are first cut where no token
+//! crosses (`cuts.rs`), so that a CJK phrase becomes words that are tokens
+//! or cached. Merging follows the lowest-rank-first rule in one of three
+//! ways, with the same result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
 //! - longer pieces: `merge_below`, a heap over the candidate pairs,
@@ -24,12 +27,14 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use super::backtrack::PairMemo;
+use super::short_pieces::{HotPieces, ShortCache, ShortKey};
 use super::BpeModel;
 use crate::pair_index::pair_key;
 use crate::vocab::hash_bytes;
 
-/// Pieces up to this many bytes use the quadratic scan.
-pub(super) const SHORT_PIECE: usize = 16;
+/// Pieces up to this many bytes use the quadratic scan (the short keys'
+/// limit, `short_pieces::SHORT`).
+pub(super) const SHORT_PIECE: usize = super::short_pieces::SHORT;
 /// Pieces from this many bytes use the backtracking encoder, shorter ones
 /// (down to `SHORT_PIECE`) the heap merge: for pieces of up to a few KB its
 /// working set stays in cache and it is faster (measured on the
@@ -48,6 +53,11 @@ pub(super) const NO_RANK: u32 = u32::MAX;
 pub(crate) struct EncodeState {
     /// `BpeModel::instance` of the model the cache belongs to.
     model: u64,
+    /// Recent short pieces, tokens or merged.
+    hot: HotPieces,
+    /// Merged pieces of up to `short_pieces::SHORT` bytes.
+    short_cache: ShortCache,
+    /// Longer merged pieces.
     cache: PieceCache,
     buffers: MergeBuffers,
 }
@@ -164,6 +174,8 @@ impl BpeModel {
             let mut state = cell.borrow_mut();
             if state.model != instance {
                 state.model = instance;
+                state.hot.clear();
+                state.short_cache.clear();
                 state.cache.clear();
                 state.buffers.memo.clear();
             }
@@ -208,6 +220,33 @@ impl BpeModel {
     /// be (`cuts.rs`): their parts are often tokens or cached.
     #[inline(always)]
     fn encode_part(&self, piece: &[u8], cut: bool, out: &mut Vec<u32>, state: &mut EncodeState) {
+        if let Some(key) = ShortKey::new(piece) {
+            // The common case, by short keys (`short_pieces.rs`); too
+            // short to have a cut.
+            if cut {
+                if let Some(ids) = state.hot.get(key) {
+                    out.extend_from_slice(ids);
+                    return;
+                }
+            }
+            let start = out.len();
+            if let Some(id) = self
+                .short_tokens
+                .get(key)
+                .filter(|&id| cut || self.reach.is_reachable(id))
+            {
+                out.push(id);
+            } else if let Some(ids) = state.short_cache.get(key) {
+                out.extend_from_slice(ids);
+            } else {
+                self.merge_short(piece, NO_RANK, out);
+                state.short_cache.insert(key, &out[start..]);
+            }
+            if cut {
+                state.hot.insert(key, &out[start..]);
+            }
+            return;
+        }
         let hash = hash_bytes(piece);
         if let Some(id) = self.vocab.id_with_hash(piece, hash) {
             // A whole piece that is a token is that token (tiktoken's
@@ -281,20 +320,29 @@ impl BpeModel {
             .unwrap_or(NO_RANK)
     }
 
-    /// tiktoken's algorithm: keep the parts and the rank of each adjacent
-    /// pair in two small arrays; merge the leftmost lowest pair until none
-    /// below `limit` is left (all: `NO_RANK`). Since ids are ranks, a pair's
-    /// rank is the id it merges into.
+    /// tiktoken's algorithm: keep where the parts start and the rank of
+    /// each adjacent pair in small arrays; merge the leftmost lowest pair
+    /// until none below `limit` is left (all: `NO_RANK`). As in tiktoken, a
+    /// pair's rank is the id of its bytes, looked up in the table of short
+    /// tokens, which the encoding of whole pieces keeps in cache (`pairs`
+    /// would be one more table to fetch from memory).
     pub(super) fn merge_short(&self, piece: &[u8], limit: u32, out: &mut Vec<u32>) {
-        let mut parts = [0u32; SHORT_PIECE];
+        let mut starts = [0u8; SHORT_PIECE + 1];
+        let mut ids = [0u32; SHORT_PIECE];
         let mut ranks = [NO_RANK; SHORT_PIECE];
         let mut n = piece.len();
-        for (part, &b) in parts.iter_mut().zip(piece) {
-            *part = self.byte_ids[b as usize];
+        for (i, &b) in piece.iter().enumerate() {
+            starts[i] = i as u8;
+            ids[i] = self.byte_ids[b as usize];
         }
+        starts[n] = n as u8;
         for i in 0..n - 1 {
             ranks[i] = self.byte_pair_rank(piece[i], piece[i + 1]);
         }
+        let span_rank = |start: u8, end: u8| {
+            let key = ShortKey::new(&piece[start as usize..end as usize]).expect("a short piece");
+            self.short_tokens.get(key).unwrap_or(NO_RANK)
+        };
         loop {
             let mut best = NO_RANK;
             let mut at = 0;
@@ -307,20 +355,21 @@ impl BpeModel {
             if best >= limit {
                 break;
             }
-            parts[at] = best;
-            parts.copy_within(at + 2..n, at + 1);
+            ids[at] = best;
+            starts.copy_within(at + 2..n + 1, at + 1);
+            ids.copy_within(at + 2..n, at + 1);
             ranks.copy_within(at + 1..n - 1, at);
             n -= 1;
             if at > 0 {
-                ranks[at - 1] = self.pair_rank(parts[at - 1], parts[at]);
+                ranks[at - 1] = span_rank(starts[at - 1], starts[at + 1]);
             }
-            if at + 1 < n {
-                ranks[at] = self.pair_rank(parts[at], parts[at + 1]);
+            ranks[at] = if at + 1 < n {
+                span_rank(starts[at], starts[at + 2])
             } else {
-                ranks[at] = NO_RANK;
-            }
+                NO_RANK
+            };
         }
-        out.extend_from_slice(&parts[..n]);
+        out.extend_from_slice(&ids[..n]);
     }
 
     /// The parts BPE makes of `piece` using only the tokens with ids below
