@@ -66,6 +66,25 @@ thread_local! {
     static STATE: RefCell<EncodeState> = RefCell::new(EncodeState::default());
 }
 
+/// Appends a few ids: pushes, where `extend_from_slice` would call
+/// `memcpy`, which costs more than the lookup that found them.
+#[inline(always)]
+fn push_few(out: &mut Vec<u32>, ids: &[u32]) {
+    match *ids {
+        [a] => out.push(a),
+        [a, b] => {
+            out.push(a);
+            out.push(b);
+        }
+        [a, b, c] => {
+            out.push(a);
+            out.push(b);
+            out.push(c);
+        }
+        _ => out.extend_from_slice(ids),
+    }
+}
+
 /// Scratch space of `merge_below` and of the backtracking encoder, reused so
 /// that they allocate nothing per piece.
 #[derive(Default)]
@@ -225,7 +244,7 @@ impl BpeModel {
             // short to have a cut.
             if cut {
                 if let Some(ids) = state.hot.get(key) {
-                    out.extend_from_slice(ids);
+                    push_few(out, ids);
                     return;
                 }
             }
@@ -237,7 +256,7 @@ impl BpeModel {
             {
                 out.push(id);
             } else if let Some(ids) = state.short_cache.get(key) {
-                out.extend_from_slice(ids);
+                push_few(out, ids);
             } else {
                 self.merge_short(piece, NO_RANK, out);
                 state.short_cache.insert(key, &out[start..]);
