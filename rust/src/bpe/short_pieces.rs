@@ -163,8 +163,10 @@ const EMPTY_CACHE_SLOT: CacheSlot = CacheSlot {
     ids: [0; INLINE_IDS],
 };
 
-/// 2^18 slots of 32 bytes: 8 MB.
-const MAX_SLOTS: usize = 1 << 18;
+/// At most 2^20 slots of 32 bytes (32 MB), half full: 2^19 pieces, about
+/// what multilingual text of tens of megabytes holds (at 2^18 slots, the
+/// cache of the multilingual mix was cleared before the text repeated).
+const MAX_SLOTS: usize = 1 << 20;
 const FIRST_SLOTS: usize = 1 << 12;
 
 impl Default for ShortCache {
