@@ -14,6 +14,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 # pipelines name.
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
+from polytok.counts import Counts
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
 from polytok.tokenizer import Encoding, FlatIds, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
 from polytok.report import Report, report
@@ -24,6 +25,7 @@ from polytok.wordpiece import WordPieceTokenizer
 __all__ = [
     "BPETokenizer",
     "CorpusError",
+    "Counts",
     "Encoding",
     "FlatIds",
     "Tokenizer",

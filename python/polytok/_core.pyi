@@ -96,6 +96,28 @@ class PieceCounter:
     @property
     def text_bytes(self) -> int:
         """Bytes of text counted so far."""
+    @property
+    def occurrences(self) -> int:
+        """Occurrences of the pieces kept."""
+    @property
+    def dropped(self) -> tuple[int, int]:
+        """``(pieces, occurrences)`` left out by pruning."""
+    @property
+    def description(self) -> str:
+        """How this counter cuts text, as JSON."""
+    def copy(self, with_counts: bool = True) -> PieceCounter:
+        """A counter that cuts text as this one does, holding a copy of its counts (``with_counts``) or none."""
+    def add(self, other: PieceCounter) -> None:
+        """Adds ``other``'s counts into this one's; a ``ValueError`` names the setting that differs when they cut text differently."""
+    def prune(self, max_pieces: int) -> None:
+        """Keeps the ``max_pieces`` most frequent pieces; the others are recorded in ``dropped``."""
+    def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
+        """The ``n`` most frequent pieces (all without ``n``) as ``(bytes, count)``, most frequent first, ties in byte order."""
+    def to_bytes(self) -> bytes:
+        """The counts as the bytes of a count file."""
+    @staticmethod
+    def from_bytes(data: bytes, source: str) -> PieceCounter:
+        """The counter and counts of a count file's bytes; ``source`` names the file in errors."""
 
 @final
 class Bpe:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
+from polytok.counts import Counts, trainer_counter
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
@@ -26,7 +27,7 @@ class BPETokenizer(Preset):
     model's special tokens, no template, the ``ByteLevel`` decoder.
 
     Create one with :meth:`train`, :meth:`train_from_iterator`,
-    :meth:`load` or :meth:`from_tiktoken`.
+    :meth:`train_from_counts`, :meth:`load` or :meth:`from_tiktoken`.
     """
 
     _core_type = _core.Bpe
@@ -90,6 +91,31 @@ class BPETokenizer(Preset):
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
                 counter, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, callback
+            )
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: Counts,
+        *,
+        vocab_size: int,
+        min_frequency: int = 2,
+        max_token_bytes: int | None = None,
+        progress: bool | None = None,
+    ) -> BPETokenizer:
+        """Learn a tokenizer from :class:`polytok.Counts` made for BPE
+        (:meth:`polytok.Counts.for_bpe`): byte for byte the tokenizer
+        :meth:`train` makes from the corpus they count, however it was split
+        and wherever it was counted. The pattern and special tokens are the
+        counts'; ``counts`` are left as they are. Other arguments as in
+        :meth:`train`."""
+        whole_numbers(vocab_size=vocab_size, max_token_bytes=max_token_bytes)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
+        counter = trainer_counter(counts, "bpe", cls)
+        settings = counts.settings
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(
+                counter, vocab_size, settings["pattern"], min_frequency, settings["special_tokens"], max_token_bytes, callback
             )
 
     @classmethod

@@ -18,6 +18,7 @@ from rich.text import Text
 from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
+from polytok.counts import Counts
 from polytok.pre_tokenizers import PRESETS
 from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
@@ -79,7 +80,8 @@ MODEL_OPTIONS = {
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1)
+@click.option("--from-counts", "from_counts", type=click.Path(dir_okay=False, exists=True), default=None, help="Train from a count file (polytok count) instead of FILES; the way text was cut (pattern, special tokens for BPE and WordPiece, casing) is the counts'.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer, in the format the name says: .json (Hugging Face's tokenizer.json), .polytok (polytok JSON, with the training record); or the model alone: .tiktoken (BPE ranks), .txt (WordPiece vocabulary), .model (Unigram and SentencePiece BPE, SentencePiece's format).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="bpe: byte-level BPE; sentencepiece-bpe: character-level BPE as SentencePiece's (Llama 2, Mistral).")
 @click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram, SentencePiece BPE: <unk> + special tokens (+ 256 byte pieces) + pieces.")
@@ -96,63 +98,124 @@ MODEL_OPTIONS = {
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @click.pass_context
-def train(ctx, files, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, character_coverage, byte_fallback, max_piece_length, split_digits, errors, quiet) -> None:
-    """Learn a tokenizer from FILES (files, directories of .txt files, globs)."""
+def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, character_coverage, byte_fallback, max_piece_length, split_digits, errors, quiet) -> None:
+    """Learn a tokenizer from FILES (files, directories of .txt files, globs),
+    or from a count file (--from-counts)."""
     with _errors():
         for name, models in MODEL_OPTIONS.items():
             if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT and model not in models:
                 option = "--" + name.replace("_", "-")
                 raise click.UsageError(f"{option} is an option of {' and '.join(models)} training, not {model}")
+        if bool(files) == bool(from_counts):
+            raise click.UsageError("give FILES or --from-counts (one of them)")
         _check_writable(output)
         start = time.perf_counter()
         progress = False if quiet else None
+        if from_counts:
+            for name in COUNTING_OPTIONS:
+                if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT and (name != "special_tokens" or model in ("bpe", "wordpiece")):
+                    option = "--" + name.replace("_", "-")
+                    raise click.UsageError(f"{option} is how text is counted: with --from-counts it is the counts' own")
+        # The trainer's settings, and (from files) how text is counted.
+        settings: dict = {"vocab_size": vocab_size, "progress": progress}
+        counting: dict = {"errors": errors}
         if model == "bpe":
-            pattern = pattern or "cl100k"
-            tokenizer = BPETokenizer.train(
-                files,
-                vocab_size=vocab_size,
-                pattern=pattern,
-                min_frequency=min_frequency,
-                special_tokens=special_tokens,
-                max_token_bytes=max_token_bytes,
-                errors=errors,
-                progress=progress,
-            )
-            described = f"bpe, pattern {pattern}"
+            settings.update(min_frequency=min_frequency, max_token_bytes=max_token_bytes)
+            counting.update(pattern=pattern or "cl100k", special_tokens=special_tokens)
+            trainer = BPETokenizer
         elif model == "wordpiece":
-            tokenizer = WordPieceTokenizer.train(
-                files,
-                vocab_size=vocab_size,
-                min_frequency=min_frequency,
-                limit_alphabet=limit_alphabet,
-                lowercase=not cased,
-                special_tokens=special_tokens or BERT_SPECIAL_TOKENS,
-                errors=errors,
-                progress=progress,
-            )
-            described = f"wordpiece, {'cased' if cased else 'uncased'}"
+            settings.update(min_frequency=min_frequency, limit_alphabet=limit_alphabet)
+            counting.update(lowercase=not cased, special_tokens=special_tokens or BERT_SPECIAL_TOKENS)
+            trainer = WordPieceTokenizer
         else:
-            sentencepiece = dict(
-                vocab_size=vocab_size,
+            settings.update(
                 character_coverage=character_coverage,
                 byte_fallback=byte_fallback,
                 special_tokens=special_tokens or UNIGRAM_SPECIAL_TOKENS,
                 max_piece_length=max_piece_length,
                 split_digits=split_digits,
-                errors=errors,
-                progress=progress,
             )
             if model == "unigram":
-                tokenizer = UnigramTokenizer.train(files, **sentencepiece)
+                trainer = UnigramTokenizer
             else:
-                tokenizer = SentencePieceBPETokenizer.train(files, min_frequency=min_frequency, **sentencepiece)
+                settings["min_frequency"] = min_frequency
+                trainer = SentencePieceBPETokenizer
+        if from_counts:
+            tokenizer = trainer.train_from_counts(Counts.load(from_counts), **settings)
+        else:
+            tokenizer = trainer.train(files, **settings, **counting)
+        if model == "bpe":
+            described = f"bpe, pattern {tokenizer.pattern}"
+        elif model == "wordpiece":
+            described = "wordpiece, " + ("uncased" if tokenizer.settings["lowercase"] else "cased")
+        else:
             described = f"{model}, character coverage {character_coverage}" + (", byte fallback" if byte_fallback else "")
+        if from_counts:
+            described += ", from counts"
         _save(tokenizer, output)
         if not quiet:
             corpus = (tokenizer.training or {}).get("corpus", {})
             click.echo(
                 f"trained {tokenizer.vocab_size} tokens ({described}) on "
                 f"{corpus.get('bytes', 0) / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s -> {output}",
+                err=True,
+            )
+
+
+#: Options that say how text is cut and counted, which count files record.
+COUNTING_OPTIONS = ("pattern", "special_tokens", "cased", "errors")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the count file.")
+@click.option("--merge", is_flag=True, help="FILES are count files (made the same way): add them up.")
+@click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="The model the counts will train (unigram and sentencepiece-bpe count alike).")
+@click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
+@click.option("--special-token", "special_tokens", multiple=True, help="BPE, WordPiece: a special token, cut out of the text (repeatable; WordPiece default: BERT's five).")
+@click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
+@click.option("--max-pieces", type=click.IntRange(1, 2**63 - 1), default=None, help="Keep only this many pieces, the most frequent (the dropped ones are recorded in the file).")
+@click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
+@click.pass_context
+def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_pieces, errors, quiet) -> None:
+    """Count the pieces of FILES (files, directories of .txt files, globs)
+    into a count file, or add count files up (--merge). Train from the
+    result with `polytok train --from-counts`."""
+    with _errors():
+        _check_writable(output)
+        start = time.perf_counter()
+        if merge:
+            for name in ("model", "pattern", "special_tokens", "cased", "errors"):
+                if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+                    raise click.UsageError(f"--{name.replace('_', '-')} is how text is counted: count files being merged keep their own")
+            counts = Counts.load(files[0])
+            for path in files[1:]:
+                counts += Counts.load(path)
+        else:
+            if pattern is not None and model != "bpe":
+                raise click.UsageError("--pattern is an option of bpe counting")
+            if cased and model != "wordpiece":
+                raise click.UsageError("--cased is an option of wordpiece counting")
+            if model == "bpe":
+                counts = Counts.for_bpe(pattern=pattern or "cl100k", special_tokens=special_tokens)
+            elif model == "wordpiece":
+                counts = Counts.for_wordpiece(lowercase=not cased, special_tokens=special_tokens or None)
+            else:
+                if special_tokens:
+                    raise click.UsageError("--special-token: Unigram and SentencePiece BPE count no special tokens (they are control pieces, given when training)")
+                counts = Counts.for_unigram()
+            counts.add_files(files, errors=errors, progress=False if quiet else None)
+        if max_pieces is not None:
+            counts.prune(max_pieces)
+        counts.save(output)
+        if not quiet:
+            dropped = counts.dropped["pieces"]
+            click.echo(
+                f"{'added' if merge else 'counted'} {len(counts)} pieces, {counts.occurrences} occurrences, "
+                f"{counts.text_bytes / 1e6:.1f} MB of text"
+                + (f" ({dropped} rare pieces dropped)" if dropped else "")
+                + f" in {time.perf_counter() - start:.1f} s -> {output}",
                 err=True,
             )
 

@@ -15,6 +15,7 @@ from polytok._args import id_error, text_list, whole_numbers
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok._files import PathLike, atomic_write
 from polytok._progress import progress_callback, wanted
+from polytok.counts import Counts, trainer_counter
 from polytok.tokenizer import Preset
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -63,7 +64,10 @@ class SentencePieceTokenizer(Preset):
         """What ``train`` and ``train_from_iterator`` do with their
         ``arguments`` (their ``locals()``): count the ``files`` or ``texts``
         as SentencePiece words, then train this class's model on them."""
-        counter = _core.PieceCounter.sentencepiece(arguments["remove_extra_whitespaces"], arguments["add_dummy_prefix"], [])
+        if "counts" in arguments:
+            counter = trainer_counter(arguments["counts"], "unigram", cls)
+        else:
+            counter = _core.PieceCounter.sentencepiece(arguments["remove_extra_whitespaces"], arguments["add_dummy_prefix"], [])
         settings = cls._settings(arguments)
         if "texts" in arguments:
             count_texts(counter, arguments["texts"])
@@ -231,6 +235,29 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
         """Learn a SentencePiece BPE model from strings (any iterable,
         consumed once; each line of each string is a sentence). Arguments as
         in :meth:`train`."""
+        return cls._train(locals())
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: Counts,
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        min_frequency: int = 2,
+        progress: bool | None = None,
+    ) -> SentencePieceBPETokenizer:
+        """Learn a SentencePiece BPE model from :class:`polytok.Counts` made
+        for Unigram (:meth:`polytok.Counts.for_unigram`, SentencePiece's
+        words): byte for byte what :meth:`train` learns from the corpus they
+        count. The whitespace handling is the counts'; ``counts`` are left as
+        they are. Other arguments as in :meth:`train`."""
         return cls._train(locals())
 
     _SETTINGS = (

@@ -11,6 +11,7 @@ from typing import Literal
 
 from polytok._counting import without_surrogates
 from polytok._files import PathLike
+from polytok.counts import Counts
 from polytok.sentencepiece import SPECIAL_TOKENS, SentencePieceTokenizer
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -115,6 +116,31 @@ class UnigramTokenizer(SentencePieceTokenizer):
         """Learn a Unigram model from strings (any iterable, consumed once;
         each line of each string is a sentence). Arguments as in
         :meth:`train`."""
+        return cls._train(locals())
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: Counts,
+        *,
+        vocab_size: int = 8000,
+        character_coverage: float = 0.9995,
+        byte_fallback: bool = False,
+        unk_token: str = "<unk>",
+        special_tokens: Sequence[str] = UNIGRAM_SPECIAL_TOKENS,
+        max_piece_length: int = 16,
+        split_by_script: bool = True,
+        split_digits: bool = False,
+        seed_size: int = 1_000_000,
+        shrinking_factor: float = 0.75,
+        sub_iterations: int = 2,
+        progress: bool | None = None,
+    ) -> UnigramTokenizer:
+        """Learn a Unigram model from :class:`polytok.Counts` made for
+        Unigram (:meth:`polytok.Counts.for_unigram`): byte for byte what
+        :meth:`train` learns from the corpus they count. The whitespace
+        handling is the counts'; ``counts`` are left as they are. Other
+        arguments as in :meth:`train`."""
         return cls._train(locals())
 
     _SETTINGS = (

@@ -11,6 +11,7 @@ from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
+from polytok.counts import Counts, trainer_counter
 from polytok.tokenizer import Preset
 
 #: BERT's special tokens, the default of every constructor here.
@@ -113,6 +114,33 @@ class WordPieceTokenizer(Preset):
         whole_numbers(minimum=0, min_frequency=min_frequency)
         counter = cls._counter(lowercase, strip_accents, clean_text, handle_chinese_chars, special_tokens)
         count_texts(counter, texts)
+        with progress_callback(wanted(progress)) as callback:
+            return cls._train_counted(
+                counter, vocab_size, min_frequency, limit_alphabet, unk_token,
+                continuing_subword_prefix, max_input_chars_per_word, callback,
+            )
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: Counts,
+        *,
+        vocab_size: int = 30_000,
+        min_frequency: int = 2,
+        limit_alphabet: int | None = None,
+        unk_token: str = "[UNK]",
+        continuing_subword_prefix: str = "##",
+        max_input_chars_per_word: int = 100,
+        progress: bool | None = None,
+    ) -> WordPieceTokenizer:
+        """Learn a WordPiece vocabulary from :class:`polytok.Counts` made for
+        WordPiece (:meth:`polytok.Counts.for_wordpiece`): byte for byte what
+        :meth:`train` learns from the corpus they count. Normalization and
+        special tokens are the counts'; ``counts`` are left as they are.
+        Other arguments as in :meth:`train`."""
+        whole_numbers(vocab_size=vocab_size, limit_alphabet=limit_alphabet, max_input_chars_per_word=max_input_chars_per_word)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
+        counter = trainer_counter(counts, "wordpiece", cls)
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
                 counter, vocab_size, min_frequency, limit_alphabet, unk_token,

@@ -17,7 +17,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
-use crate::counting::{Counter, PieceCounts};
+use crate::counting::{self, Counter, PieceCounts};
 use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
 use crate::progress::{Progress, Stage};
@@ -258,6 +258,98 @@ impl PieceCounter {
     #[getter]
     fn text_bytes(&self) -> u64 {
         self.lock().text_bytes
+    }
+
+    /// Occurrences of the pieces kept.
+    #[getter]
+    fn occurrences(&self) -> u64 {
+        self.lock().occurrences()
+    }
+
+    /// `(pieces, occurrences)` left out by pruning.
+    #[getter]
+    fn dropped(&self) -> (u64, u64) {
+        let dropped = self.lock().dropped;
+        (dropped.pieces, dropped.occurrences)
+    }
+
+    /// How this counter cuts text, as JSON.
+    #[getter]
+    fn description(&self) -> String {
+        self.counter.description().to_string()
+    }
+
+    /// A counter that cuts text as this one does, holding a copy of its
+    /// counts (`with_counts`) or none.
+    #[pyo3(signature = (with_counts = true))]
+    fn copy(&self, with_counts: bool) -> PyResult<Self> {
+        let counts = if with_counts {
+            self.lock().clone()
+        } else {
+            PieceCounts::default()
+        };
+        Ok(PieceCounter {
+            counter: Counter::from_description(&self.counter.description()).map_err(to_py)?,
+            counts: Mutex::new(counts),
+        })
+    }
+
+    /// Adds `other`'s counts into this one's; a `ValueError` names the
+    /// setting that differs when they cut text differently.
+    fn add(&self, py: Python<'_>, other: &PieceCounter) -> PyResult<()> {
+        if let Some(difference) = self.counter.difference(&other.counter) {
+            return Err(PyValueError::new_err(difference));
+        }
+        let theirs = other.lock().clone();
+        let mut guard = self.lock();
+        let ours: &mut PieceCounts = &mut guard;
+        guarded(py, true, || ours.merge(theirs))
+    }
+
+    /// Keeps the `max_pieces` most frequent pieces; the others are
+    /// recorded in `dropped`.
+    fn prune(&self, py: Python<'_>, max_pieces: usize) -> PyResult<()> {
+        let mut guard = self.lock();
+        let counts: &mut PieceCounts = &mut guard;
+        guarded(py, true, || counts.prune(max_pieces))
+    }
+
+    /// The `n` most frequent pieces (all without `n`) as `(bytes, count)`,
+    /// most frequent first, ties in byte order.
+    #[pyo3(signature = (n = None))]
+    fn most_common<'py>(
+        &self,
+        py: Python<'py>,
+        n: Option<usize>,
+    ) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        let counts = self.lock();
+        let mut entries: Vec<(&Vec<u8>, u64)> =
+            counts.counts.iter().map(|(p, &c)| (p, c)).collect();
+        entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        entries.truncate(n.unwrap_or(usize::MAX));
+        entries
+            .into_iter()
+            .map(|(piece, count)| (PyBytes::new(py, piece), count))
+            .collect()
+    }
+
+    /// The counts as the bytes of a count file (`counting/file.rs`).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let counts = self.lock();
+        let data = guarded(py, true, || counting::file::write(&self.counter, &counts))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// The counter and counts of a count file's bytes; `source` names the
+    /// file in errors.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
+        let (counter, counts) =
+            guarded(py, true, || counting::file::read(data, source))?.map_err(to_py)?;
+        Ok(PieceCounter {
+            counter,
+            counts: Mutex::new(counts),
+        })
     }
 }
 

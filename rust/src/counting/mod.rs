@@ -8,6 +8,12 @@
 //! by itself, so files are counted into one map per pool thread, kept from
 //! chunk to chunk, and the maps are added on all cores (`PieceCounts::sum`;
 //! only joining the sums into one map is serial).
+//!
+//! Counts are also a value of their own (`file.rs` writes and reads them):
+//! counted apart, on many machines, they add up exactly, and training from
+//! the sum gives the model that training from the whole corpus gives.
+
+pub mod file;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,11 +32,20 @@ use crate::text::sentencepiece::{for_each_word as sentencepiece_words, prepare_t
 use crate::vocab::{hash_bytes, special_matcher};
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct PieceCounts {
     pub counts: FxHashMap<Vec<u8>, u64>,
     /// Bytes of text counted.
     pub text_bytes: u64,
+    /// What pruning left out (`prune`).
+    pub dropped: Dropped,
+}
+
+/// The pieces pruning left out, and their occurrences.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dropped {
+    pub pieces: u64,
+    pub occurrences: u64,
 }
 
 impl PieceCounts {
@@ -50,6 +65,31 @@ impl PieceCounts {
         }
         self.counts = big;
         self.text_bytes += other.text_bytes;
+        self.dropped.pieces += other.dropped.pieces;
+        self.dropped.occurrences += other.dropped.occurrences;
+    }
+
+    /// Keeps the `max_pieces` most frequent pieces (ties: the smaller
+    /// bytes), recording the others in `dropped`. Training on pruned
+    /// counts is training on a corpus without the rarest pieces: merges
+    /// and scores that only they would have supported are lost, the others
+    /// are counted exactly.
+    pub fn prune(&mut self, max_pieces: usize) {
+        if self.counts.len() <= max_pieces {
+            return;
+        }
+        let mut entries: Vec<(Vec<u8>, u64)> = self.counts.drain().collect();
+        entries.par_sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        for (_, count) in entries.drain(max_pieces..) {
+            self.dropped.pieces += 1;
+            self.dropped.occurrences += count;
+        }
+        self.counts = entries.into_iter().collect();
+    }
+
+    /// All occurrences counted (pieces kept).
+    pub fn occurrences(&self) -> u64 {
+        self.counts.values().sum()
     }
 
     /// The sum of many counts. Adding the others into the largest costs a
@@ -71,6 +111,12 @@ impl PieceCounts {
                 });
         }
         let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
+        let dropped = parts
+            .iter()
+            .fold(Dropped::default(), |total, part| Dropped {
+                pieces: total.pieces + part.dropped.pieces,
+                occurrences: total.occurrences + part.dropped.occurrences,
+            });
         // A power of two: the share is a few middle bits of the hash, which
         // the maps use neither for buckets (low bits) nor tags (high bits).
         let shares = (4 * rayon::current_num_threads()).next_power_of_two();
@@ -109,7 +155,11 @@ impl PieceCounts {
         for share in summed {
             counts.extend(share);
         }
-        PieceCounts { counts, text_bytes }
+        PieceCounts {
+            counts,
+            text_bytes,
+            dropped,
+        }
     }
 }
 
@@ -167,6 +217,109 @@ impl Counter {
             special: special_matcher(&special_tokens)?,
             special_tokens,
         })
+    }
+
+    /// How this counter cuts text, as JSON: what a count file records, and
+    /// what two counts must share to be added. `kind` is `pattern` (BPE),
+    /// `bert` (WordPiece) or `sentencepiece` (Unigram, SentencePiece BPE).
+    pub fn description(&self) -> serde_json::Value {
+        let mut description = match &self.splitter {
+            Splitter::Pattern(pretokenizer) => serde_json::json!({
+                "kind": "pattern",
+                "pattern": pretokenizer.pattern().spec(),
+            }),
+            Splitter::Bert(normalizer) => serde_json::json!({
+                "kind": "bert",
+                "clean_text": normalizer.clean_text,
+                "handle_chinese_chars": normalizer.handle_chinese_chars,
+                "strip_accents": normalizer.strip_accents,
+                "lowercase": normalizer.lowercase,
+            }),
+            Splitter::SentencePiece(whitespace) => serde_json::json!({
+                "kind": "sentencepiece",
+                "remove_extra_whitespaces": whitespace.remove_extra,
+                "add_dummy_prefix": whitespace.add_dummy_prefix,
+            }),
+        };
+        description["special_tokens"] = serde_json::json!(self.special_tokens);
+        description
+    }
+
+    /// The counter a `description` describes.
+    pub fn from_description(description: &serde_json::Value) -> Result<Counter> {
+        let field = |name: &str| {
+            description
+                .get(name)
+                .ok_or_else(|| Error::invalid(format!("the counter's description lacks {name:?}")))
+        };
+        let flag = |name: &str| {
+            field(name)?.as_bool().ok_or_else(|| {
+                Error::invalid(format!("the counter's {name:?} is not true or false"))
+            })
+        };
+        let special_tokens: Vec<String> = serde_json::from_value(field("special_tokens")?.clone())
+            .map_err(|e| Error::invalid(format!("the counter's special tokens: {e}")))?;
+        match field("kind")?.as_str() {
+            Some("pattern") => {
+                let spec = field("pattern")?
+                    .as_str()
+                    .ok_or_else(|| Error::invalid("the counter's pattern is not a string"))?;
+                Counter::new(Pattern::parse(spec)?, special_tokens)
+            }
+            Some("bert") => Counter::bert(
+                BertNormalizer {
+                    clean_text: flag("clean_text")?,
+                    handle_chinese_chars: flag("handle_chinese_chars")?,
+                    strip_accents: flag("strip_accents")?,
+                    lowercase: flag("lowercase")?,
+                },
+                special_tokens,
+            ),
+            Some("sentencepiece") => Counter::sentencepiece(
+                Whitespace {
+                    remove_extra: flag("remove_extra_whitespaces")?,
+                    add_dummy_prefix: flag("add_dummy_prefix")?,
+                    ..Whitespace::default()
+                },
+                special_tokens,
+            ),
+            other => Err(Error::invalid(format!(
+                "unknown counter kind {other:?} (pattern, bert or sentencepiece)"
+            ))),
+        }
+    }
+
+    /// Why counts of this counter and of `other` cannot be added (they cut
+    /// text differently), naming the first setting that differs; `None`
+    /// when they can.
+    pub fn difference(&self, other: &Counter) -> Option<String> {
+        let (ours, theirs) = (self.description(), other.description());
+        if ours == theirs {
+            return None;
+        }
+        let names = [
+            "kind",
+            "pattern",
+            "clean_text",
+            "handle_chinese_chars",
+            "strip_accents",
+            "lowercase",
+            "remove_extra_whitespaces",
+            "add_dummy_prefix",
+            "special_tokens",
+        ];
+        let name = names
+            .into_iter()
+            .find(|name| ours.get(name) != theirs.get(name))
+            .unwrap_or("settings");
+        let show = |value: Option<&serde_json::Value>| {
+            value.map_or("(none)".to_owned(), |v| v.to_string())
+        };
+        Some(format!(
+            "counts made with {name} {} cannot be added to counts made with {name} {}",
+            show(theirs.get(name)),
+            show(ours.get(name))
+        ))
     }
 
     /// The pattern of a pattern counter (none for a BERT one).

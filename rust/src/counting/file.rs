@@ -1,0 +1,261 @@
+//! The count file: piece counts with the counter that made them, compact
+//! and checked.
+//!
+//! Layout (integers little-endian; "varint" is unsigned LEB128):
+//! 1. the 16 bytes `POLYTOK-COUNTS\0\x01` (name, version 1);
+//! 2. a `u32`, the header's length, then the header: UTF-8 JSON with
+//!    `counter` (how text was cut: `Counter::description`), `text_bytes`,
+//!    `pieces` (records that follow), `occurrences` (their counts' sum) and
+//!    `dropped` (`{"pieces", "occurrences"}` left out by pruning);
+//! 3. one record per piece, in increasing byte order: varint bytes shared
+//!    with the previous piece, varint length of the rest, the rest, varint
+//!    count (at least 1). Sorted pieces share long prefixes, so a table of
+//!    pieces takes about half its raw size;
+//! 4. a `u32`, the CRC-32 (IEEE) of everything before it.
+//!
+//! The same counts always make the same bytes. A reader checks everything
+//! (name, version, lengths, order, counts, sums, checksum) and names the
+//! file and what is wrong.
+
+use rayon::prelude::*;
+use serde_json::json;
+
+use super::{Counter, Dropped, PieceCounts};
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 16] = b"POLYTOK-COUNTS\0\x01";
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The bytes of a count file of `counts`, made by `counter`.
+pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
+    let mut pieces: Vec<(&[u8], u64)> = counts
+        .counts
+        .iter()
+        .map(|(piece, &count)| (piece.as_slice(), count))
+        .collect();
+    pieces.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let header = json!({
+        "counter": counter.description(),
+        "text_bytes": counts.text_bytes,
+        "pieces": pieces.len(),
+        "occurrences": counts.occurrences(),
+        "dropped": {"pieces": counts.dropped.pieces, "occurrences": counts.dropped.occurrences},
+    })
+    .to_string();
+    let mut out = Vec::with_capacity(64 + header.len() + pieces.len() * 8);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    let mut previous: &[u8] = &[];
+    for (piece, count) in pieces {
+        let shared = previous
+            .iter()
+            .zip(piece)
+            .take_while(|(a, b)| a == b)
+            .count();
+        put_varint(&mut out, shared as u64);
+        put_varint(&mut out, (piece.len() - shared) as u64);
+        out.extend_from_slice(&piece[shared..]);
+        put_varint(&mut out, count);
+        previous = piece;
+    }
+    let checksum = crc32fast::hash(&out);
+    out.extend_from_slice(&checksum.to_le_bytes());
+    out
+}
+
+/// Reads a count file's bytes (`source` names it in errors): the counter
+/// that made the counts, and the counts.
+pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
+    let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
+    if data.len() < MAGIC.len() || data[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
+        return Err(damaged(
+            "not a polytok count file (it does not start with POLYTOK-COUNTS)".into(),
+        ));
+    }
+    if data[MAGIC.len() - 1] != MAGIC[MAGIC.len() - 1] {
+        return Err(damaged(format!(
+            "count file version {} (this polytok reads version 1)",
+            data[MAGIC.len() - 1]
+        )));
+    }
+    if data.len() < MAGIC.len() + 8 {
+        return Err(damaged("truncated: the file ends inside its header".into()));
+    }
+    let (body, checksum) = data.split_at(data.len() - 4);
+    let checksum = u32::from_le_bytes(checksum.try_into().expect("four bytes"));
+    if crc32fast::hash(body) != checksum {
+        return Err(damaged(
+            "damaged: its checksum does not match its contents (truncated or altered)".into(),
+        ));
+    }
+    let mut at = MAGIC.len();
+    let header_len = u32::from_le_bytes(body[at..at + 4].try_into().expect("four bytes")) as usize;
+    at += 4;
+    let header = body
+        .get(at..at + header_len)
+        .ok_or_else(|| damaged("truncated: the file ends inside its header".into()))?;
+    at += header_len;
+    let header: serde_json::Value = serde_json::from_slice(header)
+        .map_err(|e| damaged(format!("its header is not valid JSON: {e}")))?;
+    let number = |name: &str| {
+        header
+            .get(name)
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| damaged(format!("its header lacks the whole number {name:?}")))
+    };
+    let dropped_field = |name: &str| {
+        header["dropped"]
+            .get(name)
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| damaged(format!("its header lacks dropped.{name}")))
+    };
+    let counter = Counter::from_description(&header["counter"])
+        .map_err(|e| damaged(format!("its counter: {e}")))?;
+    let n_pieces = number("pieces")?;
+    let mut counts = PieceCounts {
+        text_bytes: number("text_bytes")?,
+        dropped: Dropped {
+            pieces: dropped_field("pieces")?,
+            occurrences: dropped_field("occurrences")?,
+        },
+        ..PieceCounts::default()
+    };
+    counts
+        .counts
+        .reserve(n_pieces.min(body.len() as u64) as usize);
+    let mut reader = Records { data: body, at };
+    let mut previous: Vec<u8> = Vec::new();
+    let mut occurrences = 0u64;
+    for record in 0..n_pieces {
+        let start = reader.at;
+        let bad = |what: &str| damaged(format!("record {record} (at byte {start}): {what}"));
+        let shared = reader
+            .varint()
+            .ok_or_else(|| bad("truncated or bad length"))? as usize;
+        let rest = reader
+            .varint()
+            .ok_or_else(|| bad("truncated or bad length"))? as usize;
+        if shared > previous.len() {
+            return Err(bad("shares more bytes than the previous piece has"));
+        }
+        let tail = reader.bytes(rest).ok_or_else(|| bad("truncated piece"))?;
+        let mut piece = previous[..shared].to_vec();
+        piece.extend_from_slice(tail);
+        let count = reader
+            .varint()
+            .ok_or_else(|| bad("truncated or bad count"))?;
+        if piece.is_empty() || count == 0 {
+            return Err(bad("an empty piece or a count of 0"));
+        }
+        if record > 0 && piece <= previous {
+            return Err(bad("pieces out of order or repeated"));
+        }
+        occurrences = occurrences
+            .checked_add(count)
+            .ok_or_else(|| bad("counts overflow"))?;
+        counts.counts.insert(piece.clone(), count);
+        previous = piece;
+    }
+    if reader.at != body.len() {
+        return Err(damaged(format!(
+            "{} bytes after the {n_pieces} pieces its header announces",
+            body.len() - reader.at
+        )));
+    }
+    if occurrences != number("occurrences")? {
+        return Err(damaged(format!(
+            "its pieces hold {occurrences} occurrences, its header says {}",
+            number("occurrences")?
+        )));
+    }
+    Ok((counter, counts))
+}
+
+/// A cursor over the records.
+struct Records<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Records<'a> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *self.data.get(self.at)?;
+            self.at += 1;
+            value |= ((byte & 0x7F) as u64).checked_shl(shift)?;
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let bytes = self.data.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::pattern::Pattern;
+
+    fn counted(texts: &[&str]) -> (Counter, PieceCounts) {
+        let counter = Counter::new(Pattern::Cl100k, vec!["<|endoftext|>".into()]).unwrap();
+        let counts = counter.count_texts(texts).unwrap();
+        (counter, counts)
+    }
+
+    #[test]
+    fn counts_survive_a_round_trip_byte_for_byte() {
+        let (counter, mut counts) =
+            counted(&["Hello world, hello again.", "naïve café\n\n  日本語 123456"]);
+        counts.prune(8);
+        let data = write(&counter, &counts);
+        let (read_counter, read_counts) = read(&data, "x.counts").unwrap();
+        assert_eq!(read_counter.description(), counter.description());
+        assert_eq!(read_counts.counts, counts.counts);
+        assert_eq!(read_counts.text_bytes, counts.text_bytes);
+        assert_eq!(read_counts.dropped, counts.dropped);
+        assert!(counts.dropped.pieces > 0);
+        assert_eq!(write(&read_counter, &read_counts), data);
+    }
+
+    #[test]
+    fn every_damage_is_named() {
+        let (counter, counts) = counted(&["one two three two one"]);
+        let data = write(&counter, &counts);
+        let message = |data: &[u8]| read(data, "x.counts").err().unwrap().to_string();
+        assert!(message(b"hello").contains("not a polytok count file"));
+        let mut version = data.clone();
+        version[15] = 2;
+        assert!(message(&version).contains("version 2"));
+        assert!(message(&data[..data.len() - 3]).contains("checksum"));
+        let mut flipped = data.clone();
+        let last = flipped.len() - 6;
+        flipped[last] ^= 1;
+        assert!(message(&flipped).contains("checksum"));
+        assert!(message(&data[..20]).starts_with("x.counts: "));
+    }
+
+    #[test]
+    fn pruning_keeps_the_most_frequent_and_records_the_rest() {
+        let (_, mut counts) = counted(&["a a a b b c"]);
+        let total = counts.occurrences();
+        counts.prune(2);
+        assert_eq!(counts.counts.len(), 2);
+        assert_eq!(counts.occurrences() + counts.dropped.occurrences, total);
+        assert!(counts.counts.contains_key(b" a".as_slice()));
+    }
+}

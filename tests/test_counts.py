@@ -1,0 +1,174 @@
+"""Counts as a value: shards add up to the whole, files and pickles keep
+them exactly, and every model trains from them the tokenizer it trains
+from the corpus, byte for byte."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+
+import polytok
+from conftest import CORPORA
+
+SHIPPED = sorted(CORPORA.glob("*.txt"))
+
+
+def saved(tokenizer, path) -> bytes:
+    tokenizer.save(path)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def shard_files(flores, tmp_path_factory):
+    """Eight FLORES languages, one file each: a corpus in eight shards."""
+    directory = tmp_path_factory.mktemp("shards")
+    paths = []
+    for language in ("eng_Latn", "deu_Latn", "fra_Latn", "rus_Cyrl", "zho_Hans", "jpn_Jpan", "arb_Arab", "hin_Deva"):
+        path = directory / f"{language}.txt"
+        path.write_text("\n".join(flores[language][:400]) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+MODELS = {
+    "bpe": (polytok.Counts.for_bpe, polytok.BPETokenizer, {"vocab_size": 600}),
+    "wordpiece": (polytok.Counts.for_wordpiece, polytok.WordPieceTokenizer, {"vocab_size": 3000}),
+    "unigram": (polytok.Counts.for_unigram, polytok.UnigramTokenizer, {"vocab_size": 3000}),
+    "sentencepiece-bpe": (polytok.Counts.for_unigram, polytok.SentencePieceBPETokenizer, {"vocab_size": 3000}),
+}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_shards_train_the_tokenizer_of_the_whole_corpus(model, shard_files, tmp_path):
+    make, trainer, settings = MODELS[model]
+    shards = [make().add_files(path) for path in shard_files]
+    whole = make().add_files(shard_files)
+    total = sum(shards)
+    assert total.to_bytes() == whole.to_bytes()
+    assert len(total) == len(whole) and total.text_bytes == whole.text_bytes
+    from_files = trainer.train(shard_files, **settings)
+    from_counts = trainer.train_from_counts(total, **settings)
+    assert saved(from_counts, tmp_path / "a.polytok") == saved(from_files, tmp_path / "b.polytok")
+    # Training leaves the counts as they were.
+    assert total.to_bytes() == whole.to_bytes()
+
+
+def test_addition_is_exact_in_any_order():
+    texts = [line for path in SHIPPED for line in path.read_text("utf-8").splitlines()]
+    random.Random(0).shuffle(texts)
+    parts = [polytok.Counts.for_bpe().add_texts(texts[i::5]) for i in range(5)]
+    whole = polytok.Counts.for_bpe().add_texts(texts)
+    orders = [parts, parts[::-1], parts[2:] + parts[:2]]
+    for order in orders:
+        assert sum(order).to_bytes() == whole.to_bytes()
+    grouped = (parts[0] + parts[1]) + (parts[2] + (parts[3] + parts[4]))
+    assert grouped.to_bytes() == whole.to_bytes()
+    in_place = parts[0].copy()
+    in_place += in_place
+    assert in_place.occurrences == 2 * parts[0].occurrences
+    tokenizer = polytok.BPETokenizer.train_from_counts(whole, vocab_size=400)
+    assert tokenizer.to_json() == polytok.BPETokenizer.train_from_iterator(texts, vocab_size=400).to_json()
+
+
+def test_files_and_pickles_keep_counts_exactly(tmp_path):
+    counts = polytok.Counts.for_bpe(pattern="o200k", special_tokens=["<|endoftext|>"]).add_files(SHIPPED)
+    path = tmp_path / "all.counts"
+    counts.save(path)
+    again = polytok.Counts.load(path)
+    assert again.to_bytes() == path.read_bytes() == counts.to_bytes()
+    assert again.settings == {"kind": "pattern", "pattern": "o200k", "special_tokens": ["<|endoftext|>"]}
+    assert again.most_common(10) == counts.most_common(10)
+    assert pickle.loads(pickle.dumps(counts)).to_bytes() == counts.to_bytes()
+    # Compact: shared prefixes written once, counts as varints.
+    raw = sum(len(piece) + 8 for piece, _ in counts.most_common())
+    assert len(path.read_bytes()) < raw
+
+
+def test_pruning_records_what_it_drops(tmp_path):
+    counts = polytok.Counts.for_wordpiece().add_files(SHIPPED)
+    total, pieces = counts.occurrences, len(counts)
+    counts.prune(200)
+    assert len(counts) == 200
+    assert counts.dropped == {"pieces": pieces - 200, "occurrences": total - counts.occurrences}
+    assert [count for _, count in counts.most_common()] == sorted((c for _, c in counts.most_common()), reverse=True)
+    path = tmp_path / "pruned.counts"
+    counts.save(path)
+    assert polytok.Counts.load(path).dropped == counts.dropped
+    assert polytok.WordPieceTokenizer.train_from_counts(counts, vocab_size=300).vocab_size <= 300
+
+
+@pytest.mark.parametrize(
+    "a, b, setting",
+    [
+        (lambda: polytok.Counts.for_bpe(), lambda: polytok.Counts.for_bpe(pattern="gpt2"), "pattern"),
+        (lambda: polytok.Counts.for_bpe(), lambda: polytok.Counts.for_bpe(special_tokens=["<s>"]), "special_tokens"),
+        (lambda: polytok.Counts.for_wordpiece(), lambda: polytok.Counts.for_wordpiece(lowercase=False), "strip_accents"),
+        (lambda: polytok.Counts.for_bpe(), lambda: polytok.Counts.for_unigram(), "kind"),
+        (lambda: polytok.Counts.for_unigram(), lambda: polytok.Counts.for_unigram(add_dummy_prefix=False), "add_dummy_prefix"),
+    ],
+)
+def test_counts_made_differently_refuse_to_add(a, b, setting):
+    with pytest.raises(ValueError, match=f"counts made with {setting} .* cannot be added"):
+        a() + b()
+
+
+def test_a_trainer_refuses_counts_of_another_model():
+    with pytest.raises(ValueError, match="WordPieceTokenizer trains from counts made for wordpiece"):
+        polytok.WordPieceTokenizer.train_from_counts(polytok.Counts.for_bpe().add_texts(["a b"]), vocab_size=50)
+    with pytest.raises(TypeError, match="polytok.Counts"):
+        polytok.BPETokenizer.train_from_counts({"a": 1}, vocab_size=300)
+    with pytest.raises(TypeError):
+        polytok.Counts.for_bpe() + 1
+
+
+def test_damaged_count_files_are_named(tmp_path):
+    path = tmp_path / "x.counts"
+    polytok.Counts.for_bpe().add_files(SHIPPED).save(path)
+    data = path.read_bytes()
+    cases = {
+        b"just some text": "not a polytok count file",
+        data[:15] + b"\x02" + data[16:]: "version 2",
+        data[: len(data) // 2]: "checksum",
+        data[:100] + bytes([data[100] ^ 1]) + data[101:]: "checksum",
+        data[:18]: "truncated",
+    }
+    for damaged, what in cases.items():
+        path.write_bytes(damaged)
+        with pytest.raises(polytok.TokenizerFileError, match=what) as error:
+            polytok.Counts.load(path)
+        assert str(path) in str(error.value)
+
+
+def test_the_command_line_counts_merges_and_trains_from_counts(tmp_path):
+    from click.testing import CliRunner
+
+    from polytok.cli import main
+
+    run = lambda *args: CliRunner().invoke(main, [str(a) for a in args])  # noqa: E731
+    files = [str(p) for p in SHIPPED]
+    half = len(files) // 2
+    assert run("count", *files[:half], "-o", tmp_path / "a.counts", "-q").exit_code == 0
+    assert run("count", *files[half:], "-o", tmp_path / "b.counts", "-q").exit_code == 0
+    merged = run("count", "--merge", tmp_path / "a.counts", tmp_path / "b.counts", "-o", tmp_path / "all.counts")
+    assert merged.exit_code == 0 and "added" in merged.output
+    assert run("count", *files, "-o", tmp_path / "whole.counts", "-q").exit_code == 0
+    assert (tmp_path / "all.counts").read_bytes() == (tmp_path / "whole.counts").read_bytes()
+    for model in ("bpe", "wordpiece", "unigram"):
+        vocab = "500" if model == "bpe" else "4000"
+        assert run("count", "--model", model, *files, "-o", tmp_path / f"{model}.counts", "-q").exit_code == 0
+        from_counts = run("train", "--model", model, "--from-counts", tmp_path / f"{model}.counts", "--vocab-size", vocab, "-o", tmp_path / "c.polytok", "-q")
+        from_files = run("train", "--model", model, *files, "--vocab-size", vocab, "-o", tmp_path / "f.polytok", "-q")
+        assert from_counts.exit_code == from_files.exit_code == 0, from_counts.output + from_files.output
+        assert (tmp_path / "c.polytok").read_bytes() == (tmp_path / "f.polytok").read_bytes(), model
+    refused = {
+        ("train", "--from-counts", tmp_path / "all.counts", "--pattern", "gpt2", "--vocab-size", "300", "-o", tmp_path / "x.json"): "the counts' own",
+        ("train", "--from-counts", tmp_path / "all.counts", *files[:1], "--vocab-size", "300", "-o", tmp_path / "x.json"): "one of them",
+        ("train", "--model", "wordpiece", "--from-counts", tmp_path / "all.counts", "--vocab-size", "300", "-o", tmp_path / "x.json"): "made for wordpiece",
+        ("count", "--merge", tmp_path / "all.counts", tmp_path / "wordpiece.counts", "-o", tmp_path / "x.counts"): 'kind "bert" cannot be added',
+        ("count", "--merge", tmp_path / "all.counts", files[0], "-o", tmp_path / "x.counts"): "not a polytok count file",
+    }
+    for args, message in refused.items():
+        result = run(*args)
+        assert result.exit_code != 0 and message in result.output, (args, result.output)
