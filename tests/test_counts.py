@@ -172,3 +172,21 @@ def test_the_command_line_counts_merges_and_trains_from_counts(tmp_path):
     for args, message in refused.items():
         result = run(*args)
         assert result.exit_code != 0 and message in result.output, (args, result.output)
+
+
+def test_sentencepiece_trains_from_the_tsv_of_counts(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    counts = polytok.Counts.for_unigram().add_files(CORPORA / "en.txt")
+    counts.save_tsv(tmp_path / "en.tsv")
+    lines = (tmp_path / "en.tsv").read_text("utf-8").splitlines()
+    assert lines[0] == "the\t357" and len(lines) == len(counts)
+    common = dict(model_type="unigram", vocab_size=800, normalization_rule_name="identity", minloglevel=2, num_threads=1)
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "en.tsv"), input_format="tsv", model_prefix=str(tmp_path / "tsv"), **common)
+    spm.SentencePieceTrainer.train(input=str(CORPORA / "en.txt"), model_prefix=str(tmp_path / "raw"), **common)
+    pieces = [
+        {model.id_to_piece(i) for i in range(model.get_piece_size())}
+        for model in (spm.SentencePieceProcessor(model_file=str(tmp_path / f"{name}.model")) for name in ("tsv", "raw"))
+    ]
+    assert len(pieces[0] & pieces[1]) >= 0.99 * 800
+    with pytest.raises(ValueError, match="Counts.for_unigram"):
+        polytok.Counts.for_bpe().save_tsv(tmp_path / "x.tsv")

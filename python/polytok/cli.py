@@ -168,7 +168,7 @@ COUNTING_OPTIONS = ("pattern", "special_tokens", "cased", "errors")
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the count file.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the count file; a .tsv name writes SentencePiece's TSV input instead (--model unigram counts).")
 @click.option("--merge", is_flag=True, help="FILES are count files (made the same way): add them up.")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="The model the counts will train (unigram and sentencepiece-bpe count alike).")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
@@ -208,7 +208,10 @@ def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_
             counts.add_files(files, errors=errors, progress=False if quiet else None)
         if max_pieces is not None:
             counts.prune(max_pieces)
-        counts.save(output)
+        if output.endswith(".tsv"):
+            counts.save_tsv(output)
+        else:
+            counts.save(output)
         if not quiet:
             dropped = counts.dropped["pieces"]
             click.echo(
