@@ -88,8 +88,9 @@ class PieceCounter:
         total_bytes: int,
         errors: str = "strict",
         progress: _Progress | None = None,
+        max_pieces: int | None = None,
     ) -> None:
-        """Counts files (UTF-8; ``errors="replace"`` replaces bad bytes, ``"strict"`` refuses them)."""
+        """Counts files (UTF-8; ``errors="replace"`` replaces bad bytes, ``"strict"`` refuses them); with ``max_pieces``, in bounded memory, the whole pruned to ``max_pieces``."""
     @property
     def distinct_pieces(self) -> int:
         """Distinct pieces counted so far."""

@@ -15,11 +15,14 @@ from polytok._files import PathLike, corpus_files
 _BATCH = 4096
 
 
-def count_files(counter: _core.PieceCounter, files: PathLike | Iterable[PathLike], errors: str, callback) -> None:
-    """Count every file of ``files`` (paths, directories, globs)."""
+def count_files(
+    counter: _core.PieceCounter, files: PathLike | Iterable[PathLike], errors: str, callback, max_pieces: int | None = None
+) -> None:
+    """Count every file of ``files`` (paths, directories, globs); with
+    ``max_pieces``, in bounded memory (rare pieces dropped as it goes)."""
     paths = corpus_files(files)
     total = sum(os.path.getsize(p) for p in paths)
-    counter.add_files([os.fspath(p) for p in paths], total, errors, callback)
+    counter.add_files([os.fspath(p) for p in paths], total, errors, callback, max_pieces)
 
 
 def count_texts(counter: _core.PieceCounter, texts: Iterable[str]) -> None:

@@ -174,7 +174,7 @@ COUNTING_OPTIONS = ("pattern", "special_tokens", "cased", "errors")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
 @click.option("--special-token", "special_tokens", multiple=True, help="BPE, WordPiece: a special token, cut out of the text (repeatable; WordPiece default: BERT's five).")
 @click.option("--cased", is_flag=True, help="WordPiece: keep case and accents (default: BERT uncased).")
-@click.option("--max-pieces", type=click.IntRange(1, 2**63 - 1), default=None, help="Keep only this many pieces, the most frequent (the dropped ones are recorded in the file).")
+@click.option("--max-pieces", type=click.IntRange(1, 2**63 - 1), default=None, help="Bounded memory: keep only this many pieces, the most frequent, pruning as counting goes (the dropped ones are recorded in the file).")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @click.pass_context
@@ -205,7 +205,7 @@ def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_
                 if special_tokens:
                     raise click.UsageError("--special-token: Unigram and SentencePiece BPE count no special tokens (they are control pieces, given when training)")
                 counts = Counts.for_unigram()
-            counts.add_files(files, errors=errors, progress=False if quiet else None)
+            counts.add_files(files, errors=errors, max_pieces=max_pieces, progress=False if quiet else None)
         if max_pieces is not None:
             counts.prune(max_pieces)
         if output.endswith(".tsv"):

@@ -97,14 +97,21 @@ class Counts:
         files: PathLike | Iterable[PathLike],
         *,
         errors: Literal["strict", "replace"] = "strict",
+        max_pieces: int | None = None,
         progress: bool | None = None,
     ) -> Counts:
         """Count files (paths, directories of ``.txt`` files, globs; UTF-8,
         ``errors="replace"`` replaces bad bytes), on all cores, reading them
-        in chunks (memory grows with the distinct pieces, not the corpus).
+        in chunks: memory grows with the distinct pieces, not the corpus.
+        ``max_pieces`` bounds it: the files are counted 64 MB of text at a
+        time, the total pruned to ``max_pieces`` (as :meth:`prune`) whenever
+        it holds twice as many, and at the end; the pieces dropped are
+        recorded, and depend only on the corpus (not on the machine).
         Returns these counts."""
+        if max_pieces is not None:
+            whole_numbers(minimum=0, max_pieces=max_pieces)
         with progress_callback(wanted(progress)) as callback:
-            count_files(self._core, files, errors, callback)
+            count_files(self._core, files, errors, callback, max_pieces)
         return self
 
     def add_texts(self, texts: Iterable[str]) -> Counts:

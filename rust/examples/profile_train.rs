@@ -26,7 +26,7 @@ fn main() {
     let start = Instant::now();
     let counter = Counter::new(Pattern::Gpt2, vec![]).unwrap();
     let counts = counter
-        .count_files(&paths, BadBytes::Error, total_bytes, &progress)
+        .count_files(&paths, BadBytes::Error, total_bytes, None, &progress)
         .unwrap();
     let counted = Instant::now();
     let settings = TrainerSettings {

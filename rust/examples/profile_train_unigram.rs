@@ -23,7 +23,7 @@ fn main() {
     let counter = Counter::sentencepiece(Whitespace::default(), Vec::new()).unwrap();
     let size = std::fs::metadata(&path).unwrap().len();
     let counts = counter
-        .count_files(&[path], BadBytes::Error, size, &progress)
+        .count_files(&[path], BadBytes::Error, size, None, &progress)
         .unwrap();
     let counted = start.elapsed().as_secs_f64();
     let settings = UnigramTrainerSettings::new(vocab_size, Whitespace::default());

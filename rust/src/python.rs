@@ -230,8 +230,10 @@ impl PieceCounter {
         Ok(())
     }
 
-    /// Counts files (UTF-8; `errors="replace"` replaces bad bytes).
-    #[pyo3(signature = (paths, total_bytes, errors = "strict", progress = None))]
+    /// Counts files (UTF-8; `errors="replace"` replaces bad bytes); with
+    /// `max_pieces`, in bounded memory (see `Counter::count_files`), and
+    /// the whole pruned to `max_pieces` afterwards.
+    #[pyo3(signature = (paths, total_bytes, errors = "strict", progress = None, max_pieces = None))]
     fn add_files(
         &self,
         py: Python<'_>,
@@ -239,13 +241,21 @@ impl PieceCounter {
         total_bytes: u64,
         errors: &str,
         progress: Option<Py<PyAny>>,
+        max_pieces: Option<usize>,
     ) -> PyResult<()> {
         let bad_bytes = parse_bad_bytes(errors)?;
         let counts = with_progress(py, progress, |p| {
-            self.counter.count_files(&paths, bad_bytes, total_bytes, p)
+            self.counter
+                .count_files(&paths, bad_bytes, total_bytes, max_pieces, p)
         })?;
-        self.lock().merge(counts);
-        Ok(())
+        let mut guard = self.lock();
+        let total: &mut PieceCounts = &mut guard;
+        guarded(py, true, || {
+            total.merge(counts);
+            if let Some(max) = max_pieces {
+                total.prune(max);
+            }
+        })
     }
 
     /// Distinct pieces counted so far.

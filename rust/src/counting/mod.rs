@@ -15,6 +15,9 @@
 
 pub mod file;
 
+/// Text counted per round when memory is bounded (`Counter::count_files`).
+const ROUND_BYTES: u64 = 64 << 20;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -443,68 +446,137 @@ impl Counter {
     /// to the pool as soon as it is read (reading overlaps counting, and no
     /// chunk waits for a batch to fill), and reports progress; each pool
     /// thread counts into a map of its own.
+    ///
+    /// With `max_pieces`, memory is bounded: the files are counted in rounds
+    /// of `ROUND_BYTES` of text (in file order, whatever the number of
+    /// threads), each round's counts added to the total, and the total
+    /// pruned to `max_pieces` whenever it holds twice as many, and at the
+    /// end. Which pieces are dropped depends only on the corpus, so the
+    /// result is the same on any machine.
     pub fn count_files(
         &self,
         paths: &[std::path::PathBuf],
         bad_bytes: BadBytes,
         total_bytes: u64,
+        max_pieces: Option<usize>,
+        progress: &Progress,
+    ) -> Result<PieceCounts> {
+        let round_bytes = if max_pieces.is_some() {
+            ROUND_BYTES
+        } else {
+            u64::MAX
+        };
+        self.count_files_in_rounds(
+            paths,
+            bad_bytes,
+            total_bytes,
+            max_pieces,
+            round_bytes,
+            progress,
+        )
+    }
+
+    /// `count_files` with rounds of `round_bytes` (at least a chunk).
+    fn count_files_in_rounds(
+        &self,
+        paths: &[std::path::PathBuf],
+        bad_bytes: BadBytes,
+        total_bytes: u64,
+        max_pieces: Option<usize>,
+        round_bytes: u64,
         progress: &Progress,
     ) -> Result<PieceCounts> {
         progress.force(Stage::Counting, 0, total_bytes)?;
+        let mut files = paths.iter();
+        let mut reader = None;
+        let mut total = PieceCounts::default();
+        loop {
+            let counted_before = total.text_bytes;
+            let (round, more) =
+                self.count_round(&mut files, &mut reader, bad_bytes, round_bytes, |counted| {
+                    progress.update(Stage::Counting, counted_before + counted, total_bytes)
+                })?;
+            total.merge(round);
+            if let Some(max) = max_pieces {
+                if total.counts.len() > 2 * max || !more {
+                    total.prune(max);
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        progress.force(Stage::Counting, total.text_bytes, total_bytes)?;
+        Ok(total)
+    }
+
+    /// One round of `count_files`: chunks read from `reader`, then the next
+    /// of `files`, until `round_bytes` are read or the files end, counted on
+    /// all cores. Returns the counts and whether text is left.
+    fn count_round(
+        &self,
+        files: &mut std::slice::Iter<'_, std::path::PathBuf>,
+        reader: &mut Option<ChunkReader>,
+        bad_bytes: BadBytes,
+        round_bytes: u64,
+        progress: impl Fn(u64) -> Result<()> + Sync,
+    ) -> Result<(PieceCounts, bool)> {
         let threads = rayon::current_num_threads();
         let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
         // Two chunks per thread at most are read and not yet counted (memory).
         let pending = Pending::new(2 * threads);
         let counted = AtomicU64::new(0);
         let failure: Mutex<Option<Error>> = Mutex::new(None);
-        let report = || {
-            progress.update(
-                Stage::Counting,
-                counted.load(Ordering::Relaxed),
-                total_bytes,
-            )
-        };
-        let read = rayon::in_place_scope_fifo(|scope| -> Result<()> {
-            for path in paths {
-                let mut reader = ChunkReader::open(path, bad_bytes)?;
-                while let Some(chunk) = reader.next_chunk()? {
-                    let chunk = Arc::new(chunk);
-                    for part in self.parts(&chunk) {
-                        pending.enter(report)?;
-                        if lock(&failure).is_some() {
-                            return Ok(());
-                        }
-                        let (per_thread, pending, counted, failure) =
-                            (&per_thread, &pending, &counted, &failure);
-                        let chunk = Arc::clone(&chunk);
-                        scope.spawn_fifo(move |_| {
-                            let counts = &per_thread[rayon::current_thread_index().unwrap_or(0)];
-                            if let Err(err) =
-                                self.count_text(&chunk[part.clone()], &mut lock(counts))
-                            {
-                                lock(failure).get_or_insert(err);
-                            }
-                            counted.fetch_add(part.len() as u64, Ordering::Relaxed);
-                            pending.leave();
-                        });
-                        report()?;
+        let report = || progress(counted.load(Ordering::Relaxed));
+        let mut read_bytes = 0u64;
+        let read = rayon::in_place_scope_fifo(|scope| -> Result<bool> {
+            loop {
+                if read_bytes >= round_bytes {
+                    return Ok(true);
+                }
+                if reader.is_none() {
+                    match files.next() {
+                        Some(path) => *reader = Some(ChunkReader::open(path, bad_bytes)?),
+                        None => return Ok(false),
                     }
                 }
+                let Some(chunk) = reader.as_mut().expect("opened above").next_chunk()? else {
+                    *reader = None;
+                    continue;
+                };
+                read_bytes += chunk.len() as u64;
+                let chunk = Arc::new(chunk);
+                for part in self.parts(&chunk) {
+                    pending.enter(report)?;
+                    if lock(&failure).is_some() {
+                        return Ok(false);
+                    }
+                    let (per_thread, pending, counted, failure) =
+                        (&per_thread, &pending, &counted, &failure);
+                    let chunk = Arc::clone(&chunk);
+                    scope.spawn_fifo(move |_| {
+                        let counts = &per_thread[rayon::current_thread_index().unwrap_or(0)];
+                        if let Err(err) = self.count_text(&chunk[part.clone()], &mut lock(counts)) {
+                            lock(failure).get_or_insert(err);
+                        }
+                        counted.fetch_add(part.len() as u64, Ordering::Relaxed);
+                        pending.leave();
+                    });
+                    report()?;
+                }
             }
-            Ok(())
         });
         if let Some(err) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             return Err(err);
         }
-        read?;
+        let more = read?;
         let total = PieceCounts::sum(
             per_thread
                 .into_iter()
                 .map(|counts| counts.into_inner().unwrap_or_else(|e| e.into_inner()))
                 .collect(),
         );
-        progress.force(Stage::Counting, total.text_bytes, total_bytes)?;
-        Ok(total)
+        Ok((total, more))
     }
 }
 
@@ -622,5 +694,60 @@ mod tests {
         let sharded = PieceCounts::sum(each);
         assert_eq!(sharded.counts, whole.counts);
         assert_eq!(sharded.text_bytes, whole.text_bytes);
+    }
+
+    #[test]
+    fn bounded_counting_prunes_the_same_pieces_on_any_number_of_threads() {
+        let directory = std::env::temp_dir().join(format!("polytok-rounds-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let paths: Vec<std::path::PathBuf> = (0..8)
+            .map(|file| {
+                let path = directory.join(format!("{file}.txt"));
+                let text: String = (0..2000)
+                    .map(|i| format!("common{} rare{}x{file}\n", i % 50, i))
+                    .collect();
+                std::fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        let counter = Counter::new(Pattern::Cl100k, Vec::new()).unwrap();
+        let count = |threads: usize, max: Option<usize>, round: u64| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                counter
+                    .count_files_in_rounds(
+                        &paths,
+                        BadBytes::Error,
+                        0,
+                        max,
+                        round,
+                        &Progress::silent(),
+                    )
+                    .unwrap()
+            })
+        };
+        let whole = count(2, None, u64::MAX);
+        // A round per file: pruned between files.
+        let bounded = count(1, Some(300), 1);
+        assert_eq!(bounded.counts.len(), 300);
+        assert_eq!(bounded.text_bytes, whole.text_bytes);
+        assert_eq!(
+            bounded.occurrences() + bounded.dropped.occurrences,
+            whole.occurrences()
+        );
+        // The frequent pieces survive, exactly counted.
+        for i in 0..50 {
+            let piece = format!("common{i}").into_bytes();
+            assert_eq!(bounded.counts.get(&piece), whole.counts.get(&piece));
+        }
+        for threads in [2, 4] {
+            let again = count(threads, Some(300), 1);
+            assert_eq!(again.counts, bounded.counts);
+            assert_eq!(again.dropped, bounded.dropped);
+        }
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 }

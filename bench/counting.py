@@ -1,0 +1,176 @@
+"""Counting at scale: time, peak RSS and the distinct-piece table of
+counting 100 MB, 300 MB and 1 GB; counting throughput per core; Ray on two
+local workers against one process.
+
+    python bench/counting.py                 # sizes 0.1, 0.3, 1 GB, then Ray (~6 min)
+    python bench/counting.py --quick         # 30 and 100 MB, Ray on 30 MB
+    python bench/counting.py --sizes 0.1,1 --no-ray
+
+Corpora: the benchmark corpus (``en_100MB.txt``) and the multilingual one
+(``multi/*.txt``), cut into documents (at blank lines); corpora larger than
+that are made by shuffling the documents again with another seed, never by
+repeating identical text in order. They are written once into the data
+cache (``$POLYTOK_BENCH_DATA``), never into the project.
+
+* **Scale**: each size counted by ``Counts.for_bpe().add_files`` (cl100k) in
+  a fresh child process, on all cores, without and with a memory budget
+  (``max_pieces``); wall time, peak RSS (``wait4``) and distinct pieces.
+  Counting time must grow linearly: time(1 GB) <= 10.5 x time(100 MB).
+* **Per core**: the 100 MB corpus counted with 1 and 2 threads
+  (``RAYON_NUM_THREADS``).
+* **Ray**: the same documents as rows of a Ray dataset, counted by
+  ``polytok.ray.count`` on two local workers (each counting on one thread)
+  against one process counting them on one thread; Ray's start-up
+  (``ray.init`` and the dataset's first block) is timed apart. Both counts
+  are checked to be identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import _data
+
+BUDGET = 1_000_000
+
+
+def documents() -> list[str]:
+    """The benchmark documents: English and the multilingual mix, cut at
+    blank lines."""
+    docs = _data.paragraphs(_data.en_text(None))
+    for text in _data.multi_texts(None).values():
+        docs.extend(_data.paragraphs(text))
+    return docs
+
+
+def corpus_file(gb: float) -> Path:
+    """A corpus of about ``gb`` GB in the data cache: the documents, then
+    the documents shuffled with seed 1, 2, ... until the size is reached."""
+    path = _data.CACHE_DIR / f"counting-{gb:g}GB.txt"
+    if path.is_file():
+        return path
+    target = int(gb * 1e9)
+    docs = documents()
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    written, seed = 0, 0
+    with open(tmp, "w", encoding="utf-8") as out:
+        while written < target:
+            order = docs if seed == 0 else random.Random(seed).sample(docs, len(docs))
+            for doc in order:
+                if written >= target:
+                    break
+                out.write(doc)
+                out.write("\n\n")
+                written += len(doc.encode("utf-8")) + 2
+            seed += 1
+    tmp.replace(path)
+    return path
+
+
+def child_count(args) -> None:
+    """One counting run in this (child) process."""
+    polytok = _data.import_polytok()
+    t0 = time.perf_counter()
+    counts = polytok.Counts.for_bpe().add_files(args.file, max_pieces=args.budget or None, progress=False)
+    wall = time.perf_counter() - t0
+    _data.emit({"wall": wall, "pieces": len(counts), "bytes": counts.text_bytes, "dropped": counts.dropped["pieces"]})
+
+
+def child_ray(args) -> None:
+    """Ray on two local workers against one process, on the same rows."""
+    polytok = _data.import_polytok()
+    import polytok.ray  # noqa: F401  (the module, beside the package)
+    import ray
+
+    text = Path(args.file).read_text("utf-8")
+    rows = [doc for doc in text.split("\n\n") if doc]
+    t0 = time.perf_counter()
+    local = polytok.Counts.for_bpe().add_texts(rows)
+    one_process = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"RAYON_NUM_THREADS": "1"}})
+    ds = ray.data.from_items([{"text": row} for row in rows]).repartition(16).materialize()
+    polytok.ray.count(ray.data.from_items([{"text": "warm up"}]), polytok.Counts.for_bpe())
+    startup = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    counted = polytok.ray.count(ds, polytok.Counts.for_bpe(), batch_size=4096)
+    on_ray = time.perf_counter() - t0
+    ray.shutdown()
+    _data.emit({
+        "bytes": local.text_bytes, "one_process": one_process, "ray": on_ray, "startup": startup,
+        "equal": counted.to_bytes() == local.to_bytes(),
+    })
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="0.1,0.3,1", help="corpus sizes in GB (default 0.1,0.3,1)")
+    ap.add_argument("--quick", action="store_true", help="sizes 0.03,0.1 and Ray on 30 MB")
+    ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    ap.add_argument("--child", choices=["count", "ray"], help=argparse.SUPPRESS)
+    ap.add_argument("--file", help=argparse.SUPPRESS)
+    ap.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child == "count":
+        return child_count(args)
+    if args.child == "ray":
+        return child_ray(args)
+    _data.data_dir()
+    sizes = [0.03, 0.1] if args.quick else [float(s) for s in args.sizes.split(",")]
+    print(_data.machine_note())
+    me = [sys.executable, str(Path(__file__).resolve())]
+
+    rows, walls = [], {}
+    for gb in sizes:
+        path = corpus_file(gb)
+        for budget in (0, BUDGET):
+            result = _data.run_child([*me, "--child", "count", "--file", str(path), "--budget", str(budget)], timeout=3600)
+            report = result.json()
+            walls[(gb, budget)] = report["wall"]
+            rows.append([
+                f"{report['bytes'] / 1e6:,.0f}", f"{budget:,}" if budget else "none", f"{report['wall']:.2f}",
+                f"{report['bytes'] / 1e6 / report['wall']:.0f}", f"{result.max_rss_mb:,.0f}",
+                f"{report['pieces']:,}", f"{report['dropped']:,}",
+            ])
+    headers = ["MB counted", "max pieces", "seconds", "MB/s", "peak RSS MB", "distinct pieces", "dropped"]
+    _data.print_table("Counting with cl100k (Counts.for_bpe().add_files), all cores", headers, rows, args.markdown)
+    if len(sizes) > 1:
+        first, last = sizes[0], sizes[-1]
+        print(f"time({last:g} GB) / time({first:g} GB) = {walls[(last, 0)] / walls[(first, 0)]:.2f} "
+              f"for {last / first:.1f}x the text (linear: <= {1.05 * last / first:.1f})")
+
+    per_core = []
+    path = corpus_file(sizes[min(1, len(sizes) - 1)])
+    for threads in (1, 2):
+        result = _data.run_child([*me, "--child", "count", "--file", str(path)], timeout=3600,
+                                 env={"RAYON_NUM_THREADS": str(threads)})
+        report = result.json()
+        per_core.append([threads, f"{report['wall']:.2f}", f"{report['bytes'] / 1e6 / report['wall']:.0f}"])
+    _data.print_table(f"Counting {path.name} by threads", ["threads", "seconds", "MB/s"], per_core, args.markdown)
+
+    if not args.no_ray:
+        if importlib.util.find_spec("ray") is None:
+            print('Ray: SKIPPED (pip install "polytok[ray]")')
+            return
+        path = corpus_file(0.03 if args.quick else 0.1)
+        result = _data.run_child([*me, "--child", "ray", "--file", str(path)], timeout=3600, env={"RAYON_NUM_THREADS": "1"})
+        report = result.json()
+        _data.print_table(
+            f"Ray: {report['bytes'] / 1e6:.0f} MB of documents as rows",
+            ["one process, 1 thread (s)", "Ray, 2 workers (s)", "speed-up", "Ray start-up (s)", "counts equal"],
+            [[f"{report['one_process']:.2f}", f"{report['ray']:.2f}", f"{report['one_process'] / report['ray']:.2f}",
+              f"{report['startup']:.1f}", "yes" if report["equal"] else "NO"]],
+            args.markdown,
+        )
+
+
+if __name__ == "__main__":
+    main()
