@@ -146,7 +146,9 @@ class Counts:
 
     @property
     def dropped(self) -> dict:
-        """What :meth:`prune` left out: ``{"pieces": n, "occurrences": m}``."""
+        """What :meth:`prune` left out: ``{"pieces": n, "occurrences": m}``
+        (a piece pruned in several rounds of a bounded count, see
+        :meth:`add_files`, counts once per round)."""
         pieces, occurrences = self._core.dropped
         return {"pieces": pieces, "occurrences": occurrences}
 
@@ -186,6 +188,19 @@ class Counts:
             return NotImplemented
         total = self.copy()
         total += other
+        return total
+
+    @staticmethod
+    def total(parts: Iterable[Counts]) -> Counts:
+        """The sum of many counts made the same way, added into one copy of
+        the first (``sum(parts)`` copies its running total at each step)."""
+        iterator = iter(parts)
+        try:
+            total = next(iterator).copy()
+        except StopIteration:
+            raise ValueError("Counts.total needs at least one Counts") from None
+        for part in iterator:
+            total += part
         return total
 
     def __radd__(self, other: object) -> Counts:

@@ -63,8 +63,8 @@ def _add_counts(batch):
     """Adds the partial counts of a batch of rows into one row."""
     import pyarrow as pa
 
-    parts = [Counts.from_bytes(data) for data in batch.column("counts").to_pylist()]
-    return pa.table({"counts": pa.array([sum(parts).to_bytes()], pa.large_binary())})
+    parts = (Counts.from_bytes(data) for data in batch.column("counts").to_pylist())
+    return pa.table({"counts": pa.array([Counts.total(parts).to_bytes()], pa.large_binary())})
 
 
 def _check_column(dataset: ray.data.Dataset, column: str) -> None:
@@ -85,13 +85,14 @@ def _first_bad_row(dataset: ray.data.Dataset, column: str) -> str:
     return f"column {column!r} holds a value that is not a string"
 
 
-def count(dataset: ray.data.Dataset, counts: Counts, *, column: str = "text", batch_size: int = 4096) -> Counts:
+def count(dataset: ray.data.Dataset, counts: Counts, *, column: str = "text", batch_size: int | None = None) -> Counts:
     """The piece counts of ``column`` of ``dataset`` (each row a text), made
     the way ``counts`` (empty, or not: they are included) are made, e.g.
-    ``Counts.for_bpe(pattern="o200k")``. Blocks of ``batch_size`` rows are
+    ``Counts.for_bpe(pattern="o200k")``. Batches of ``batch_size`` rows are
     counted on the workers, and the partial counts added ``FAN_IN`` at a
     time until one is left: the result equals counting every row in one
-    process (``Counts.add_texts``), exactly. A missing column is a
+    process (``Counts.add_texts``), exactly. By default a block is one
+    batch: fewer partial counts to send and add. A missing column is a
     ``ValueError``; a value that is not a string, a ``TypeError`` naming
     the column and the first such row."""
     if not isinstance(counts, Counts):

@@ -310,10 +310,16 @@ impl PieceCounter {
         if let Some(difference) = self.counter.difference(&other.counter) {
             return Err(PyValueError::new_err(difference));
         }
-        let theirs = other.lock().clone();
+        if std::ptr::eq(self, other) {
+            let theirs = self.lock().clone();
+            let mut guard = self.lock();
+            let ours: &mut PieceCounts = &mut guard;
+            return guarded(py, true, || ours.add(&theirs));
+        }
+        let theirs = other.lock();
         let mut guard = self.lock();
-        let ours: &mut PieceCounts = &mut guard;
-        guarded(py, true, || ours.merge(theirs))
+        let (ours, theirs): (&mut PieceCounts, &PieceCounts) = (&mut guard, &theirs);
+        guarded(py, true, || ours.add(theirs))
     }
 
     /// Keeps the `max_pieces` most frequent pieces; the others are

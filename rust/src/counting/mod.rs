@@ -72,6 +72,23 @@ impl PieceCounts {
         self.dropped.occurrences += other.dropped.occurrences;
     }
 
+    /// Adds another count into this one, leaving it as it is: only the
+    /// pieces new here are copied.
+    pub fn add(&mut self, other: &PieceCounts) {
+        self.counts.reserve(other.counts.len().saturating_sub(self.counts.len()) / 2);
+        for (piece, &count) in &other.counts {
+            match self.counts.get_mut(piece.as_slice()) {
+                Some(total) => *total += count,
+                None => {
+                    self.counts.insert(piece.clone(), count);
+                }
+            }
+        }
+        self.text_bytes += other.text_bytes;
+        self.dropped.pieces += other.dropped.pieces;
+        self.dropped.occurrences += other.dropped.occurrences;
+    }
+
     /// Keeps the `max_pieces` most frequent pieces (ties: the smaller
     /// bytes), recording the others in `dropped`. Training on pruned
     /// counts is training on a corpus without the rarest pieces: merges
