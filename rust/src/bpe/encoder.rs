@@ -1,15 +1,12 @@
 //! Encoding a piece (the pipeline pre-tokenizes): merge its bytes.
 //!
-//! Most pieces are whole tokens and cost one lookup. The others are
+//! Most pieces are whole tokens and cost one hash lookup. The others are
 //! remembered once merged, by each thread, for one model at a time (see
 //! `EncodeState`): text repeats its words, and merging costs far more than a
-//! lookup. Pieces of up to 15 bytes (nine in ten) are looked up by value
-//! (`short_pieces.rs`): first among the thread's most recent pieces, a table
-//! that stays in the core's own cache, then among the model's short tokens
-//! and the thread's merged pieces. Long pieces are first cut where no token
-//! crosses (`cuts.rs`), so that a CJK phrase becomes words that are tokens
-//! or cached. Merging follows the lowest-rank-first rule in one of three
-//! ways, with the same result:
+//! lookup. Long pieces are first cut where no token crosses (`cuts.rs`), so
+//! that a CJK phrase becomes words that are tokens or cached. Merging
+//! follows the lowest-rank-first rule in one of three ways, with the same
+//! result:
 //! - short pieces (the common case): tiktoken's scan over a small array of
 //!   parts, O(n²) in the piece but with tiny constants;
 //! - longer pieces: `merge_below`, a heap over the candidate pairs,
@@ -27,14 +24,12 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use super::backtrack::PairMemo;
-use super::short_pieces::{HotPieces, ShortCache, ShortKey};
 use super::BpeModel;
 use crate::pair_index::pair_key;
 use crate::vocab::hash_bytes;
 
-/// Pieces up to this many bytes use the quadratic scan (the short keys'
-/// limit, `short_pieces::SHORT`).
-pub(super) const SHORT_PIECE: usize = super::short_pieces::SHORT;
+/// Pieces up to this many bytes use the quadratic scan.
+pub(super) const SHORT_PIECE: usize = 16;
 /// Pieces from this many bytes use the backtracking encoder, shorter ones
 /// (down to `SHORT_PIECE`) the heap merge: for pieces of up to a few KB its
 /// working set stays in cache and it is faster (measured on the
@@ -53,36 +48,12 @@ pub(super) const NO_RANK: u32 = u32::MAX;
 pub(crate) struct EncodeState {
     /// `BpeModel::instance` of the model the cache belongs to.
     model: u64,
-    /// Recent short pieces, tokens or merged.
-    hot: HotPieces,
-    /// Merged pieces of up to `short_pieces::SHORT` bytes.
-    short_cache: ShortCache,
-    /// Longer merged pieces.
     cache: PieceCache,
     buffers: MergeBuffers,
 }
 
 thread_local! {
     static STATE: RefCell<EncodeState> = RefCell::new(EncodeState::default());
-}
-
-/// Appends a few ids: pushes, where `extend_from_slice` would call
-/// `memcpy`, which costs more than the lookup that found them.
-#[inline(always)]
-fn push_few(out: &mut Vec<u32>, ids: &[u32]) {
-    match *ids {
-        [a] => out.push(a),
-        [a, b] => {
-            out.push(a);
-            out.push(b);
-        }
-        [a, b, c] => {
-            out.push(a);
-            out.push(b);
-            out.push(c);
-        }
-        _ => out.extend_from_slice(ids),
-    }
 }
 
 /// Scratch space of `merge_below` and of the backtracking encoder, reused so
@@ -193,8 +164,6 @@ impl BpeModel {
             let mut state = cell.borrow_mut();
             if state.model != instance {
                 state.model = instance;
-                state.hot.clear();
-                state.short_cache.clear();
                 state.cache.clear();
                 state.buffers.memo.clear();
             }
@@ -239,33 +208,6 @@ impl BpeModel {
     /// be (`cuts.rs`): their parts are often tokens or cached.
     #[inline(always)]
     fn encode_part(&self, piece: &[u8], cut: bool, out: &mut Vec<u32>, state: &mut EncodeState) {
-        if let Some(key) = ShortKey::new(piece) {
-            // The common case, by short keys (`short_pieces.rs`); too
-            // short to have a cut.
-            if cut {
-                if let Some(ids) = state.hot.get(key) {
-                    push_few(out, ids);
-                    return;
-                }
-            }
-            let start = out.len();
-            if let Some(id) = self
-                .short_tokens
-                .get(key)
-                .filter(|&id| cut || self.reach.is_reachable(id))
-            {
-                out.push(id);
-            } else if let Some(ids) = state.short_cache.get(key) {
-                push_few(out, ids);
-            } else {
-                self.merge_short(piece, NO_RANK, out);
-                state.short_cache.insert(key, &out[start..]);
-            }
-            if cut {
-                state.hot.insert(key, &out[start..]);
-            }
-            return;
-        }
         let hash = hash_bytes(piece);
         if let Some(id) = self.vocab.id_with_hash(piece, hash) {
             // A whole piece that is a token is that token (tiktoken's
@@ -339,29 +281,20 @@ impl BpeModel {
             .unwrap_or(NO_RANK)
     }
 
-    /// tiktoken's algorithm: keep where the parts start and the rank of
-    /// each adjacent pair in small arrays; merge the leftmost lowest pair
-    /// until none below `limit` is left (all: `NO_RANK`). As in tiktoken, a
-    /// pair's rank is the id of its bytes, looked up in the table of short
-    /// tokens, which the encoding of whole pieces keeps in cache (`pairs`
-    /// would be one more table to fetch from memory).
+    /// tiktoken's algorithm: keep the parts and the rank of each adjacent
+    /// pair in two small arrays; merge the leftmost lowest pair until none
+    /// below `limit` is left (all: `NO_RANK`). Since ids are ranks, a pair's
+    /// rank is the id it merges into.
     pub(super) fn merge_short(&self, piece: &[u8], limit: u32, out: &mut Vec<u32>) {
-        let mut starts = [0u8; SHORT_PIECE + 1];
-        let mut ids = [0u32; SHORT_PIECE];
+        let mut parts = [0u32; SHORT_PIECE];
         let mut ranks = [NO_RANK; SHORT_PIECE];
         let mut n = piece.len();
-        for (i, &b) in piece.iter().enumerate() {
-            starts[i] = i as u8;
-            ids[i] = self.byte_ids[b as usize];
+        for (part, &b) in parts.iter_mut().zip(piece) {
+            *part = self.byte_ids[b as usize];
         }
-        starts[n] = n as u8;
         for i in 0..n - 1 {
             ranks[i] = self.byte_pair_rank(piece[i], piece[i + 1]);
         }
-        let span_rank = |start: u8, end: u8| {
-            let key = ShortKey::new(&piece[start as usize..end as usize]).expect("a short piece");
-            self.short_tokens.get(key).unwrap_or(NO_RANK)
-        };
         loop {
             let mut best = NO_RANK;
             let mut at = 0;
@@ -374,21 +307,20 @@ impl BpeModel {
             if best >= limit {
                 break;
             }
-            ids[at] = best;
-            starts.copy_within(at + 2..n + 1, at + 1);
-            ids.copy_within(at + 2..n, at + 1);
+            parts[at] = best;
+            parts.copy_within(at + 2..n, at + 1);
             ranks.copy_within(at + 1..n - 1, at);
             n -= 1;
             if at > 0 {
-                ranks[at - 1] = span_rank(starts[at - 1], starts[at + 1]);
+                ranks[at - 1] = self.pair_rank(parts[at - 1], parts[at]);
             }
-            ranks[at] = if at + 1 < n {
-                span_rank(starts[at], starts[at + 2])
+            if at + 1 < n {
+                ranks[at] = self.pair_rank(parts[at], parts[at + 1]);
             } else {
-                NO_RANK
-            };
+                ranks[at] = NO_RANK;
+            }
         }
-        out.extend_from_slice(&ids[..n]);
+        out.extend_from_slice(&parts[..n]);
     }
 
     /// The parts BPE makes of `piece` using only the tokens with ids below

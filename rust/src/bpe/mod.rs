@@ -12,7 +12,6 @@ mod cuts;
 mod encoder;
 pub mod files;
 mod reach;
-mod short_pieces;
 mod trainer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,8 +30,6 @@ use crate::vocab::{SpecialTokens, Vocab};
 
 pub struct BpeModel {
     vocab: Vocab,
-    /// The tokens of up to 15 bytes, for the hot lookup of encoding.
-    short_tokens: short_pieces::ShortTokens,
     /// `(left id, right id)` packed in a u64 -> the id of their concatenation.
     pairs: FxHashMap<u64, u32>,
     /// The same for two single bytes, as a dense 256 x 256 table (first
@@ -108,7 +105,6 @@ impl BpeModel {
             .collect();
         let cuts = cuts::CutFilter::new(vocab.iter());
         let mut model = BpeModel {
-            short_tokens: short_pieces::ShortTokens::new(vocab.iter()),
             vocab,
             pairs,
             byte_pairs,
