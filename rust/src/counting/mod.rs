@@ -75,7 +75,8 @@ impl PieceCounts {
     /// Adds another count into this one, leaving it as it is: only the
     /// pieces new here are copied.
     pub fn add(&mut self, other: &PieceCounts) {
-        self.counts.reserve(other.counts.len().saturating_sub(self.counts.len()) / 2);
+        self.counts
+            .reserve(other.counts.len().saturating_sub(self.counts.len()) / 2);
         for (piece, &count) in &other.counts {
             match self.counts.get_mut(piece.as_slice()) {
                 Some(total) => *total += count,
