@@ -55,7 +55,7 @@ def test_tokenizing_a_dataset_gives_encode_batch_ids(local_ray, texts, cl100k, b
         assert [row["ids"] for row in rows] == tokenizer.encode_batch_ids(texts)
 
 
-def test_tokenizers_and_counts_travel_as_their_files(cl100k):
+def test_tokenizers_travel_as_their_json(cl100k):
     data = pickle.dumps(cl100k)
     assert len(data) < 1.2 * len(cl100k.to_json().encode())
     assert pickle.loads(data).encode_ids("Hello, Ray!") == cl100k.encode_ids("Hello, Ray!")

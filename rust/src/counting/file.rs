@@ -147,22 +147,22 @@ pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
             return Err(bad("shares more bytes than the previous piece has"));
         }
         let tail = reader.bytes(rest).ok_or_else(|| bad("truncated piece"))?;
-        let mut piece = previous[..shared].to_vec();
-        piece.extend_from_slice(tail);
         let count = reader
             .varint()
             .ok_or_else(|| bad("truncated or bad count"))?;
-        if piece.is_empty() || count == 0 {
+        if shared + tail.len() == 0 || count == 0 {
             return Err(bad("an empty piece or a count of 0"));
         }
-        if record > 0 && piece <= previous {
+        // With the shared bytes equal, the order is that of what follows.
+        if record > 0 && tail <= &previous[shared..] {
             return Err(bad("pieces out of order or repeated"));
         }
         occurrences = occurrences
             .checked_add(count)
             .ok_or_else(|| bad("counts overflow"))?;
-        counts.counts.insert(piece.clone(), count);
-        previous = piece;
+        previous.truncate(shared);
+        previous.extend_from_slice(tail);
+        counts.counts.insert(previous.clone(), count);
     }
     if reader.at != body.len() {
         return Err(damaged(format!(
@@ -170,10 +170,10 @@ pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
             body.len() - reader.at
         )));
     }
-    if occurrences != number("occurrences")? {
+    let announced = number("occurrences")?;
+    if occurrences != announced {
         return Err(damaged(format!(
-            "its pieces hold {occurrences} occurrences, its header says {}",
-            number("occurrences")?
+            "its pieces hold {occurrences} occurrences, its header says {announced}"
         )));
     }
     Ok((counter, counts))
@@ -247,6 +247,59 @@ mod tests {
         flipped[last] ^= 1;
         assert!(message(&flipped).contains("checksum"));
         assert!(message(&data[..20]).starts_with("x.counts: "));
+    }
+
+    /// A file of `records` (shared, rest, count) under a header that
+    /// announces `pieces` and `occurrences`, with a valid checksum: damage
+    /// that only the reader's checks behind the checksum can find.
+    fn sealed(records: &[(u64, &[u8], u64)], pieces: u64, occurrences: u64) -> Vec<u8> {
+        let (counter, _) = counted(&[]);
+        let header = json!({
+            "counter": counter.description(), "text_bytes": 0, "pieces": pieces,
+            "occurrences": occurrences, "dropped": {"pieces": 0, "occurrences": 0},
+        })
+        .to_string();
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        for &(shared, rest, count) in records {
+            put_varint(&mut out, shared);
+            put_varint(&mut out, rest.len() as u64);
+            out.extend_from_slice(rest);
+            put_varint(&mut out, count);
+        }
+        let checksum = crc32fast::hash(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn damage_behind_a_valid_checksum_is_named() {
+        let message = |data: Vec<u8>| read(&data, "x.counts").err().unwrap().to_string();
+        let (good, _) = read(&sealed(&[(0, b"ab", 2), (1, b"c", 3)], 2, 5), "x.counts").unwrap();
+        assert_eq!(good.description()["kind"], "pattern");
+        let cases: [(Vec<u8>, &str); 6] = [
+            (
+                sealed(&[(0, b"ab", 2), (1, b"a", 3)], 2, 5),
+                "record 1 (at byte",
+            ),
+            (
+                sealed(&[(0, b"ab", 2), (2, b"", 3)], 2, 5),
+                "out of order or repeated",
+            ),
+            (
+                sealed(&[(0, b"ab", 2), (3, b"c", 3)], 2, 5),
+                "shares more bytes",
+            ),
+            (sealed(&[(0, b"ab", 0)], 1, 0), "a count of 0"),
+            (sealed(&[(0, b"ab", 2)], 2, 2), "truncated"),
+            (sealed(&[(0, b"ab", 2)], 1, 7), "its header says 7"),
+        ];
+        for (data, what) in cases {
+            let e = message(data);
+            assert!(e.starts_with("x.counts: ") && e.contains(what), "{e}");
+        }
+        assert!(message(sealed(&[(0, b"ab", 2), (1, b"a", 3)], 2, 5)).contains("out of order"));
     }
 
     #[test]

@@ -51,6 +51,13 @@ pub struct Dropped {
     pub occurrences: u64,
 }
 
+impl std::ops::AddAssign for Dropped {
+    fn add_assign(&mut self, other: Dropped) {
+        self.pieces += other.pieces;
+        self.occurrences += other.occurrences;
+    }
+}
+
 impl PieceCounts {
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
@@ -68,8 +75,7 @@ impl PieceCounts {
         }
         self.counts = big;
         self.text_bytes += other.text_bytes;
-        self.dropped.pieces += other.dropped.pieces;
-        self.dropped.occurrences += other.dropped.occurrences;
+        self.dropped += other.dropped;
     }
 
     /// Adds another count into this one, leaving it as it is: only the
@@ -86,8 +92,7 @@ impl PieceCounts {
             }
         }
         self.text_bytes += other.text_bytes;
-        self.dropped.pieces += other.dropped.pieces;
-        self.dropped.occurrences += other.dropped.occurrences;
+        self.dropped += other.dropped;
     }
 
     /// Keeps the `max_pieces` most frequent pieces (ties: the smaller
@@ -132,12 +137,10 @@ impl PieceCounts {
                 });
         }
         let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
-        let dropped = parts
-            .iter()
-            .fold(Dropped::default(), |total, part| Dropped {
-                pieces: total.pieces + part.dropped.pieces,
-                occurrences: total.occurrences + part.dropped.occurrences,
-            });
+        let mut dropped = Dropped::default();
+        for part in &parts {
+            dropped += part.dropped;
+        }
         // A power of two: the share is a few middle bits of the hash, which
         // the maps use neither for buckets (low bits) nor tags (high bits).
         let shares = (4 * rayon::current_num_threads()).next_power_of_two();
@@ -318,6 +321,8 @@ impl Counter {
         if ours == theirs {
             return None;
         }
+        // In the order a user reads them: the kind first (the others
+        // follow from it), the special tokens last.
         let names = [
             "kind",
             "pattern",
