@@ -2,7 +2,7 @@
 counting 100 MB, 300 MB and 1 GB; counting throughput per core; Ray on two
 local workers against one process.
 
-    python bench/counting.py                 # sizes 0.1, 0.3, 1 GB, then Ray (~6 min)
+    python bench/counting.py                 # sizes 0.1, 0.3, 1 GB, then Ray (~9 min)
     python bench/counting.py --quick         # 30 and 100 MB, Ray on 30 MB
     python bench/counting.py --sizes 0.1,1 --no-ray
 
@@ -19,12 +19,13 @@ cache (``$POLYTOK_BENCH_DATA``), never into the project.
   Counting time must grow linearly: time(1 GB) <= 10.5 x time(100 MB).
 * **Per core**: the 100 MB corpus counted with 1 and 2 threads
   (``RAYON_NUM_THREADS``).
-* **Ray**: the 300 MB corpus read by ``ray.data.read_text`` (a row per
-  line), counted by ``polytok.ray.count`` on two local workers (each
-  counting on one thread) against one process counting the same lines on
-  one thread; Ray's start-up (``ray.init``, reading the file into the object
-  store, a first count) is timed apart. Both counts are checked to be
-  identical.
+* **Ray**: the 300 MB and 1 GB corpora read by ``ray.data.read_text`` (a
+  row per line, 16 blocks), counted by ``polytok.ray.count`` on two local
+  workers (each counting on one core) against one process counting the
+  same lines as Arrow (``Counts.add_arrow``) on one thread, and on all;
+  medians of 3. Ray's start-up (``ray.init``, reading the file into the
+  object store, a first count, which starts the workers) is timed apart.
+  The counts are checked to be identical.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse
 import importlib.util
 import os
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -89,26 +91,34 @@ def child_ray(args) -> None:
     """Ray on two local workers against one process, on the same rows."""
     polytok = _data.import_polytok()
     import polytok.ray  # noqa: F401  (the module, beside the package)
+    import pyarrow as pa
     import ray
 
     with open(args.file, encoding="utf-8") as f:
-        rows = f.read().splitlines()
-    t0 = time.perf_counter()
-    local = polytok.Counts.for_bpe().add_texts(rows)
-    one_process = time.perf_counter() - t0
+        rows = pa.array(f.read().splitlines(), pa.large_string())
+    alone, threads = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        local = polytok.Counts.for_bpe().add_arrow(rows, parallel=False)
+        alone.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        polytok.Counts.for_bpe().add_arrow(rows)
+        threads.append(time.perf_counter() - t0)
     del rows
     t0 = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"RAYON_NUM_THREADS": "1"}})
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ds = ray.data.read_text(args.file).repartition(16).materialize()  # a row per line, as the local count's
     polytok.ray.count(ray.data.from_items([{"text": "warm up"}]), polytok.Counts.for_bpe())
     startup = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    counted = polytok.ray.count(ds, polytok.Counts.for_bpe())
-    on_ray = time.perf_counter() - t0
+    walls = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        counted = polytok.ray.count(ds, polytok.Counts.for_bpe())
+        walls.append(time.perf_counter() - t0)
     ray.shutdown()
     _data.emit({
-        "bytes": local.text_bytes, "one_process": one_process, "ray": on_ray, "startup": startup,
+        "bytes": local.text_bytes, "pieces": len(local), "one_process": statistics.median(alone),
+        "all_threads": statistics.median(threads), "ray": statistics.median(walls), "startup": startup,
         "equal": counted.to_bytes() == local.to_bytes(),
     })
 
@@ -164,15 +174,20 @@ def main() -> None:
         if importlib.util.find_spec("ray") is None:
             print('Ray: SKIPPED (pip install "polytok[ray]")')
             return
-        path = corpus_file(0.03 if args.quick else 0.3)
-        result = _data.run_child([*me, "--child", "ray", "--file", str(path)], timeout=3600, env={"RAYON_NUM_THREADS": "1"})
-        report = result.json()
+        rows = []
+        for gb in [0.03] if args.quick else [0.3, 1]:
+            result = _data.run_child([*me, "--child", "ray", "--file", str(corpus_file(gb))], timeout=3600)
+            report = result.json()
+            rows.append([
+                f"{report['bytes'] / 1e6:,.0f}", f"{report['pieces']:,}", f"{report['one_process']:.2f}",
+                f"{report['all_threads']:.2f}", f"{report['ray']:.2f}", f"{report['one_process'] / report['ray']:.2f}",
+                f"{report['startup']:.1f}", "yes" if report["equal"] else "NO",
+            ])
         _data.print_table(
-            f"Ray: {report['bytes'] / 1e6:.0f} MB, a row per line (ray.data.read_text)",
-            ["one process, 1 thread (s)", "Ray, 2 workers (s)", "speed-up", "Ray start-up (s)", "counts equal"],
-            [[f"{report['one_process']:.2f}", f"{report['ray']:.2f}", f"{report['one_process'] / report['ray']:.2f}",
-              f"{report['startup']:.1f}", "yes" if report["equal"] else "NO"]],
-            args.markdown,
+            "Ray on 2 local workers: a row per line (ray.data.read_text, 16 blocks); medians of 3",
+            ["MB", "distinct pieces", "one process, 1 thread (s)", "one process, all threads (s)", "Ray, 2 workers (s)",
+             "Ray / 1 thread", "Ray start-up (s)", "counts equal"],
+            rows, args.markdown,
         )
 
 

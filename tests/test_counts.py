@@ -72,6 +72,55 @@ def test_addition_is_exact_in_any_order():
     assert tokenizer.to_json() == polytok.BPETokenizer.train_from_iterator(texts, vocab_size=400).to_json()
 
 
+def test_arrow_columns_count_as_their_strings():
+    pa = pytest.importorskip("pyarrow", reason="PyArrow comes with the ray extra")
+    texts = [line for path in SHIPPED for line in path.read_text("utf-8").splitlines()][:3000]
+    texts += ["", "déjà vu ½ 🙂", "tab\there"]
+    expected = polytok.Counts.for_bpe().add_texts(texts).to_bytes()
+    arrays = [
+        pa.array(texts, pa.string()),
+        pa.array(texts, pa.large_string()),
+        pa.array(texts, pa.string_view()),
+        pa.chunked_array([pa.array(texts[:1000]), pa.array(texts[1000:])]),
+        pa.array(["skipped", *texts, "skipped too"]).slice(1, len(texts)),  # an offset into the buffers
+    ]
+    for array in arrays:
+        for parallel in (True, False):
+            assert polytok.Counts.for_bpe().add_arrow(array, parallel=parallel).to_bytes() == expected
+    unigram = polytok.Counts.for_unigram().add_arrow(pa.array(texts)).to_bytes()
+    assert unigram == polytok.Counts.for_unigram().add_texts(texts).to_bytes()
+    with pytest.raises(TypeError, match="row 1001 is null"):
+        polytok.Counts.for_bpe().add_arrow(pa.chunked_array([pa.array(texts[:1000]), pa.array(["a", None])]))
+    with pytest.raises(TypeError, match="Arrow strings, not int64"):
+        polytok.Counts.for_bpe().add_arrow(pa.array([1, 2]))
+    with pytest.raises(TypeError, match="pyarrow Array"):
+        polytok.Counts.for_bpe().add_arrow(texts)
+    # Buffers that are not what they claim (which pyarrow would refuse to
+    # make) are named, not read past.
+    core = polytok.Counts.for_bpe()._core
+    offsets = bytes(memoryview(pa.array([0, 2, 9], pa.int32()).buffers()[1]))
+    with pytest.raises(ValueError, match="row 1 of the Arrow array spans bytes 2..9 of a 3-byte data buffer"):
+        core.add_arrow_strings(offsets, b"abc", 4, 0, 2)
+    with pytest.raises(ValueError, match="row 0 of the Arrow array is not UTF-8"):
+        core.add_arrow_strings(offsets, b"\xff\xfeabcdefg", 4, 0, 1)
+    with pytest.raises(ValueError, match="too short"):
+        core.add_arrow_strings(offsets, b"abcdefghi", 4, 1, 5)
+    with pytest.raises(ValueError, match="4 or 8 bytes wide"):
+        core.add_arrow_strings(offsets, b"abcdefghi", 2, 0, 1)
+    assert core.occurrences == 0
+
+
+def test_count_files_bytes_add_in_one_step():
+    parts = [polytok.Counts.for_wordpiece().add_files(path) for path in SHIPPED]
+    total = parts[0].copy()
+    total._core.add_file_bytes([part.to_bytes() for part in parts[1:]], "part")
+    assert total.to_bytes() == polytok.Counts.total(parts).to_bytes()
+    with pytest.raises(ValueError, match="counts made with kind"):
+        total._core.add_file_bytes([polytok.Counts.for_bpe().to_bytes()], "part")
+    with pytest.raises(polytok.TokenizerFileError, match="part 0: not a polytok count file"):
+        total._core.add_file_bytes([b"nonsense"], "part")
+
+
 def test_files_and_pickles_keep_counts_exactly(tmp_path):
     counts = polytok.Counts.for_bpe(pattern="o200k", special_tokens=["<|endoftext|>"]).add_files(SHIPPED)
     path = tmp_path / "all.counts"
@@ -190,3 +239,64 @@ def test_sentencepiece_trains_from_the_tsv_of_counts(tmp_path):
     assert len(pieces[0] & pieces[1]) >= 0.99 * 800
     with pytest.raises(ValueError, match="Counts.for_unigram"):
         polytok.Counts.for_bpe().save_tsv(tmp_path / "x.tsv")
+
+
+def test_language_counts_add_save_and_sum_to_the_unlabelled_counts(flores, tmp_path):
+    languages = {"eng_Latn": flores["eng_Latn"][:200], "deu_Latn": flores["deu_Latn"][:200], "zho_Hans": flores["zho_Hans"][:200]}
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "eng_Latn.txt").write_text("\n".join(languages["eng_Latn"]) + "\n", encoding="utf-8")
+    (corpus / "deu_Latn").mkdir()  # a folder per language too
+    (corpus / "deu_Latn" / "a.txt").write_text("\n".join(languages["deu_Latn"][:100]) + "\n", encoding="utf-8")
+    (corpus / "deu_Latn" / "b.txt").write_text("\n".join(languages["deu_Latn"][100:]) + "\n", encoding="utf-8")
+    (corpus / "zho_Hans.txt").write_text("\n".join(languages["zho_Hans"]) + "\n", encoding="utf-8")
+    (corpus / "README.md").write_text("not a language")
+    by_language = polytok.LanguageCounts(polytok.Counts.for_unigram()).add_directory(corpus)
+    assert list(by_language) == ["deu_Latn", "eng_Latn", "zho_Hans"]
+    for code, lines in languages.items():
+        assert by_language[code].occurrences == polytok.Counts.for_unigram().add_texts(lines).occurrences
+    whole = polytok.Counts.for_unigram().add_files(sorted(corpus.rglob("*.txt")))
+    assert by_language.total().to_bytes() == whole.to_bytes()
+    # Added language by language; saved as a directory; pickled.
+    doubled = by_language + by_language
+    assert doubled["eng_Latn"].occurrences == 2 * by_language["eng_Latn"].occurrences
+    by_language.save(tmp_path / "saved")
+    assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["deu_Latn.counts", "eng_Latn.counts", "zho_Hans.counts"]
+    loaded = polytok.LanguageCounts.load(tmp_path / "saved")
+    assert {code: loaded[code].to_bytes() for code in loaded} == {code: by_language[code].to_bytes() for code in by_language}
+    assert pickle.loads(pickle.dumps(by_language)).total().to_bytes() == whole.to_bytes()
+    assert polytok.UnigramTokenizer.train_from_counts(loaded.total(), vocab_size=2000).to_json() == (
+        polytok.UnigramTokenizer.train_from_counts(whole, vocab_size=2000).to_json()
+    )
+
+
+def test_bad_language_input_is_named(tmp_path):
+    by_language = polytok.LanguageCounts(polytok.Counts.for_bpe())
+    with pytest.raises(ValueError, match="'../x' is not a language code"):
+        by_language.add_texts("../x", ["a"])
+    with pytest.raises(TypeError, match="a language code is a string"):
+        by_language.add_texts(7, ["a"])
+    with pytest.raises(ValueError, match="no languages to save"):
+        by_language.save(tmp_path / "empty")
+    with pytest.raises(ValueError, match="counts made with pattern"):
+        by_language + polytok.LanguageCounts(polytok.Counts.for_bpe(pattern="gpt2"))
+    twice = tmp_path / "twice"
+    (twice / "de").mkdir(parents=True)
+    (twice / "de" / "a.txt").write_text("a")
+    (twice / "de.txt").write_text("b")
+    with pytest.raises(ValueError, match="language 'de' is given twice"):
+        by_language.add_directory(twice)
+    bad_name = tmp_path / "bad"
+    bad_name.mkdir()
+    (bad_name / "my file.txt").write_text("a")
+    with pytest.raises(ValueError, match="'my file' is not a language code"):
+        by_language.add_directory(bad_name)
+    with pytest.raises(FileNotFoundError, match="no language files"):
+        by_language.add_directory(tmp_path / "empty_corpus" if (tmp_path / "empty_corpus").mkdir() is None else None)
+    saved = tmp_path / "saved"
+    by_language.add_texts("en", ["hello"]).save(saved)
+    with pytest.raises(ValueError, match="holds count files of other languages \\(en.counts\\)"):
+        polytok.LanguageCounts(polytok.Counts.for_bpe()).add_texts("de", ["hallo"]).save(saved)
+    polytok.Counts.for_bpe(pattern="gpt2").add_texts(["x"]).save(saved / "fr.counts")
+    with pytest.raises(ValueError, match="fr.counts: counts made with"):
+        polytok.LanguageCounts.load(saved)

@@ -34,8 +34,37 @@ def dataset(texts, blocks: int = 8):
 
 @pytest.mark.parametrize("make", [polytok.Counts.for_bpe, polytok.Counts.for_wordpiece, polytok.Counts.for_unigram])
 def test_counts_of_eight_blocks_equal_one_process(local_ray, texts, make):
-    counted = polytok.ray.count(dataset(texts), make(), batch_size=100)
-    assert counted.to_bytes() == make().add_texts(texts).to_bytes()
+    expected = make().add_texts(texts).to_bytes()
+    for workers in (None, 1, 3):  # one per CPU, one, more than the CPUs
+        assert polytok.ray.count(dataset(texts), make(), workers=workers).to_bytes() == expected
+    # Counts given are included; more workers than FAN_IN add in a tree.
+    start = make().add_texts(texts[:10])
+    counted = polytok.ray.count(dataset(texts), start, workers=polytok.ray.FAN_IN + 3)
+    assert counted.to_bytes() == (make().add_texts(texts[:10]) + make().add_texts(texts)).to_bytes()
+    assert len(start) > 0 and start.text_bytes == make().add_texts(texts[:10]).text_bytes  # left as they were
+
+
+def test_counts_by_language_equal_one_process(local_ray, flores):
+    languages = ("eng_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans")
+    rows = [{"text": line, "lang": code} for code in languages for line in flores[code][:200]]
+    rows = rows[::2] + rows[1::2]  # languages mixed within blocks
+    ds = ray.data.from_items(rows).repartition(6)
+    counted = polytok.ray.count(ds, polytok.Counts.for_bpe(), language_column="lang")
+    assert isinstance(counted, polytok.LanguageCounts) and list(counted) == sorted(languages)
+    for code in languages:
+        assert counted[code].to_bytes() == polytok.Counts.for_bpe().add_texts(flores[code][:200]).to_bytes()
+    # LanguageCounts given are included, language by language.
+    start = polytok.LanguageCounts(polytok.Counts.for_bpe()).add_texts("eng_Latn", ["extra"]).add_texts("fra_Latn", ["en plus"])
+    again = polytok.ray.count(ds, start, language_column="lang")
+    assert list(again) == sorted([*languages, "fra_Latn"])
+    assert again["eng_Latn"].to_bytes() == (counted["eng_Latn"] + start["eng_Latn"]).to_bytes()
+    with pytest.raises(TypeError, match="column 'lang': row 1 holds NoneType"):
+        polytok.ray.count(ray.data.from_items([{"text": "a", "lang": "en"}, {"text": "b", "lang": None}]),
+                          polytok.Counts.for_bpe(), language_column="lang")
+    with pytest.raises(ValueError, match="'en gb' is not a language code"):
+        polytok.ray.count(ray.data.from_items([{"text": "a", "lang": "en gb"}]), polytok.Counts.for_bpe(), language_column="lang")
+    with pytest.raises(ValueError, match="with a language_column"):
+        polytok.ray.count(ds, start)
 
 
 def test_the_tokenizer_trained_from_ray_counts_is_byte_identical(local_ray, texts, tmp_path):
@@ -72,6 +101,8 @@ def test_bad_columns_are_named(local_ray):
     numbers = ray.data.from_items([{"text": 7}, {"text": 8}])
     with pytest.raises(TypeError, match="column 'text': row 0 holds int"):
         polytok.ray.count(numbers, polytok.Counts.for_bpe())
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        polytok.ray.count(ds, polytok.Counts.for_bpe(), workers=0)
     # Tokenizing is lazy: the worker's TypeError arrives in Ray's error.
     with pytest.raises(Exception, match="column 'text': row 0 of a block holds int, not a string"):
         polytok.ray.tokenize(numbers, polytok.BPETokenizer.train_from_iterator(["a"], vocab_size=256)).take_all()

@@ -14,7 +14,7 @@ from polytok._core import CorpusError, PolytokError, TokenizerFileError
 # pipelines name.
 from polytok import decoders, normalizers, pre_tokenizers, processors
 from polytok.bpe import BPETokenizer
-from polytok.counts import Counts
+from polytok.counts import Counts, LanguageCounts
 from polytok.pre_tokenizers import PRESETS, pattern_regex, pretokenize
 from polytok.tokenizer import Encoding, FlatIds, Tokenizer, from_json, from_tekken, from_tokenizer_json, read_tokenizer_json
 from polytok.report import Report, report
@@ -28,6 +28,7 @@ __all__ = [
     "Counts",
     "Encoding",
     "FlatIds",
+    "LanguageCounts",
     "Tokenizer",
     "decoders",
     "normalizers",

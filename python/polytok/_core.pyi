@@ -11,10 +11,16 @@ a ``list``, ``&str`` only a ``str`` and ``&[u8]`` only ``bytes``.
 """
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
 
 import numpy as np
+
+if sys.version_info >= (3, 12):
+    from collections.abc import Buffer
+else:
+    Buffer = bytes | bytearray | memoryview
 
 __all__ = [
     "PieceCounter",
@@ -82,6 +88,10 @@ class PieceCounter:
         """A counter of SentencePiece words (spaces handled as SentencePiece does, line by line; a word starts at each ``▁``), for Unigram."""
     def add_texts(self, texts: list[str]) -> None:
         """Counts a batch of texts on all cores (each text on its own: pieces never span two texts)."""
+    def add_arrow_strings(
+        self, offsets: Buffer, data: Buffer, offset_width: int, first: int, rows: int, parallel: bool = True
+    ) -> None:
+        """Counts rows ``first..first + rows`` of an Arrow string array given as its offsets (``offset_width`` 4 or 8 bytes) and data buffers, without a Python string per row; on all cores, or on this thread straight into these counts (``parallel=False``)."""
     def add_files(
         self,
         paths: Sequence[str | os.PathLike[str]],

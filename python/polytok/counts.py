@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 from polytok import _core
@@ -118,6 +120,35 @@ class Counts:
         """Count strings (any iterable, consumed once), each on its own.
         Returns these counts."""
         count_texts(self._core, texts)
+        return self
+
+    def add_arrow(self, values, *, parallel: bool = True) -> Counts:
+        """Count the strings of a PyArrow array or chunked array (``string``,
+        ``large_string`` or ``string_view``: a column of a Parquet file or
+        a Ray or Spark batch), each on its own, straight from Arrow's
+        buffers: no Python string is made. On all cores, or with
+        ``parallel=False`` on the calling thread (one of many workers that
+        each own a core). A null is a ``TypeError`` naming its row, as is
+        an array of another type. Returns these counts."""
+        import pyarrow as pa
+
+        chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+        row = 0
+        for chunk in chunks:
+            if not isinstance(chunk, pa.Array):
+                raise TypeError(f"values must be a pyarrow Array or ChunkedArray, not {type(chunk).__name__}")
+            if pa.types.is_string_view(chunk.type):
+                chunk = chunk.cast(pa.large_string())
+            if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+                raise TypeError(f"values must be Arrow strings, not {chunk.type}")
+            if chunk.null_count:
+                first_null = row + chunk.is_null().index(True).as_py()
+                raise TypeError(f"row {first_null} is null, not a string")
+            if len(chunk):
+                _, offsets, data = chunk.buffers()
+                width = 8 if pa.types.is_large_string(chunk.type) else 4
+                self._core.add_arrow_strings(offsets, data if data is not None else b"", width, chunk.offset, len(chunk), parallel)
+            row += len(chunk)
         return self
 
     # ------------------------------------------------------------- reading
@@ -278,6 +309,223 @@ class Counts:
 
     def __reduce__(self):
         return (Counts.from_bytes, (self.to_bytes(),))
+
+
+#: A language code: letters, digits, ``_`` and ``-`` (FLORES's ``eng_Latn``,
+#: BCP 47's ``pt-BR``); it names the language's count file.
+_LANGUAGE_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+
+
+def language_code(language: object) -> str:
+    """``language`` if it is a valid language code; a ``ValueError`` (a
+    ``TypeError`` for a non-string) naming it otherwise."""
+    if not isinstance(language, str):
+        raise TypeError(f"a language code is a string, not {type(language).__name__}")
+    if not _LANGUAGE_CODE.match(language):
+        raise ValueError(f"{language!r} is not a language code (letters, digits, '_' and '-', e.g. eng_Latn or pt-BR)")
+    return language
+
+
+class LanguageCounts(Mapping[str, Counts]):
+    """Piece counts per language: a :class:`Counts` for each language code,
+    all made the same way, for training that weighs languages (balanced
+    sampling, parity-aware vocabularies) and for counting a labelled corpus
+    on a cluster (``polytok.ray.count(..., language_column=...)``).
+
+    A mapping from language code to :class:`Counts` (in code order). Made
+    empty from counts that show how to cut text, e.g.
+    ``LanguageCounts(Counts.for_bpe())``, and filled language by language
+    (:meth:`add_texts`, :meth:`add_files`, :meth:`add_arrow`) or from a
+    directory with a file or folder per language (:meth:`add_directory`).
+    Added language by language (``a + b``), summed over languages
+    (:meth:`total`), pickled, and saved as a directory of count files, one
+    per language (:meth:`save`).
+
+    >>> import polytok
+    >>> by_language = polytok.LanguageCounts(polytok.Counts.for_bpe())
+    >>> by_language.add_texts("en", ["the cat"]).add_texts("de", ["die Katze"])  # doctest: +ELLIPSIS
+    LanguageCounts(model='bpe', languages=['de', 'en'], ...)
+    >>> len(by_language["de"]), by_language.total().occurrences
+    (2, 4)
+    """
+
+    def __init__(self, template: Counts) -> None:
+        if not isinstance(template, Counts):
+            raise TypeError(f"LanguageCounts needs polytok.Counts to show how text is cut, not {type(template).__name__}")
+        self._template = template.empty()
+        self._languages: dict[str, Counts] = {}
+
+    def counts_of(self, language: str) -> Counts:
+        """The counts of ``language``, made (empty) if it has none yet."""
+        counts = self._languages.get(language)
+        if counts is None:
+            counts = self._languages[language_code(language)] = self._template.empty()
+        return counts
+
+    # ------------------------------------------------------------ making them
+
+    def add_texts(self, language: str, texts: Iterable[str]) -> LanguageCounts:
+        """Count strings as ``language``'s (see :meth:`Counts.add_texts`).
+        Returns these counts."""
+        self.counts_of(language).add_texts(texts)
+        return self
+
+    def add_files(
+        self,
+        language: str,
+        files: PathLike | Iterable[PathLike],
+        *,
+        errors: Literal["strict", "replace"] = "strict",
+        progress: bool | None = None,
+    ) -> LanguageCounts:
+        """Count files as ``language``'s (see :meth:`Counts.add_files`).
+        Returns these counts."""
+        self.counts_of(language).add_files(files, errors=errors, progress=progress)
+        return self
+
+    def add_arrow(self, language: str, values, *, parallel: bool = True) -> LanguageCounts:
+        """Count a PyArrow string array as ``language``'s (see
+        :meth:`Counts.add_arrow`). Returns these counts."""
+        self.counts_of(language).add_arrow(values, parallel=parallel)
+        return self
+
+    def add_directory(
+        self, directory: PathLike, *, errors: Literal["strict", "replace"] = "strict", progress: bool | None = None
+    ) -> LanguageCounts:
+        """Count a corpus labelled by language: each ``CODE.txt`` file of
+        ``directory`` as language ``CODE``'s, and each folder ``CODE/``
+        (its ``.txt`` files, at any depth) too. A name that is not a
+        language code, a language given twice (``de.txt`` and ``de/``) and
+        a directory with no language are errors naming them. Returns these
+        counts."""
+        for language, files in language_files(directory).items():
+            self.add_files(language, files, errors=errors, progress=progress)
+        return self
+
+    # ------------------------------------------------------------- reading
+
+    def __getitem__(self, language: str) -> Counts:
+        return self._languages[language]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._languages))
+
+    def __len__(self) -> int:
+        return len(self._languages)
+
+    @property
+    def settings(self) -> dict:
+        """How the text was cut (see :attr:`Counts.settings`)."""
+        return self._template.settings
+
+    @property
+    def model(self) -> str:
+        """The model these counts train (see :attr:`Counts.model`)."""
+        return self._template.model
+
+    def total(self) -> Counts:
+        """The counts of every language added up: what counting the whole
+        corpus without labels gives."""
+        total = self._template.empty()
+        for counts in self._languages.values():
+            total += counts
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"LanguageCounts(model={self.model!r}, languages={list(self)}, "
+            f"pieces={{{', '.join(f'{code!r}: {len(self[code])}' for code in self)}}})"
+        )
+
+    # ------------------------------------------------------------ combining
+
+    def copy(self) -> LanguageCounts:
+        """Counts of their own with the same languages and pieces."""
+        copy = LanguageCounts(self._template)
+        copy._languages = {language: counts.copy() for language, counts in self._languages.items()}
+        return copy
+
+    def __iadd__(self, other: LanguageCounts) -> LanguageCounts:
+        if not isinstance(other, LanguageCounts):
+            return NotImplemented
+        self._template + other._template  # a ValueError names the setting that differs
+        for language in other:
+            self.counts_of(language).__iadd__(other[language])
+        return self
+
+    def __add__(self, other: LanguageCounts) -> LanguageCounts:
+        if not isinstance(other, LanguageCounts):
+            return NotImplemented
+        total = self.copy()
+        total += other
+        return total
+
+    # -------------------------------------------------------------- files
+
+    def save(self, directory: PathLike) -> None:
+        """Write a directory of count files, ``CODE.counts`` per language
+        (each written atomically, as :meth:`Counts.save`). A directory that
+        already holds count files of other languages is refused: loading
+        it would mix them in."""
+        if not self._languages:
+            raise ValueError("there are no languages to save")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        others = sorted(p.name for p in directory.glob("*.counts") if p.stem not in self._languages)
+        if others:
+            raise ValueError(f"{directory} holds count files of other languages ({', '.join(others)}); save into a new directory")
+        for language, counts in self._languages.items():
+            counts.save(directory / f"{language}.counts")
+
+    @classmethod
+    def load(cls, directory: PathLike) -> LanguageCounts:
+        """Read a directory written by :meth:`save`: every ``CODE.counts``
+        file, as language ``CODE``'s. Files made with other settings, names
+        that are not language codes and a directory without count files
+        are errors naming them."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"{directory}: no such directory")
+        paths = sorted(directory.glob("*.counts"))
+        if not paths:
+            raise FileNotFoundError(f"{directory}: the directory holds no .counts files")
+        loaded = [(language_code(path.stem), Counts.load(path)) for path in paths]
+        result = cls(loaded[0][1])
+        for (language, counts), path in zip(loaded, paths):
+            if counts.settings != result.settings:
+                raise ValueError(f"{path}: counts made with {counts.settings}, not {result.settings} as {paths[0].name}")
+            result._languages[language] = counts
+        return result
+
+
+def language_files(directory: PathLike) -> dict[str, list[Path]]:
+    """The files of each language of a corpus labelled by language (see
+    :meth:`LanguageCounts.add_directory`), by language code."""
+    from polytok._files import corpus_files
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: no such directory")
+    languages: dict[str, list[Path]] = {}
+    for entry in sorted(directory.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            language, files = entry.name, corpus_files(entry)
+        elif entry.suffix == ".txt":
+            language, files = entry.stem, [entry]
+        else:
+            continue
+        try:
+            language_code(language)
+        except ValueError:
+            raise ValueError(f"{entry}: {language!r} is not a language code (name files CODE.txt or folders CODE/)") from None
+        if language in languages:
+            raise ValueError(f"{directory}: language {language!r} is given twice ({language}.txt and {language}/)")
+        languages[language] = files
+    if not languages:
+        raise FileNotFoundError(f"{directory}: no language files (CODE.txt) or folders (CODE/) in it")
+    return languages
 
 
 def trainer_counter(counts: Counts, model: str, trainer: type) -> _core.PieceCounter:

@@ -1,10 +1,10 @@
 """Counting and tokenizing Ray datasets: corpora of any size, on a laptop or
 a cluster (``pip install "polytok[ray]"``).
 
-- :func:`count`: the piece counts of a text column, counted block by block
-  on Ray's workers and added in a tree (a few partial counts per step, so
-  no worker, nor the driver, ever holds more than a few tables); train on
-  the result with ``train_from_counts``.
+- :func:`count`: the piece counts of a text column, counted by one worker
+  per CPU, each into one table, and the tables added in a tree (a few at a
+  time, so no worker, nor the driver, ever holds more than a few); train
+  on the result with ``train_from_counts``.
 - :func:`tokenize`: a column of ids (Arrow lists of ``uint32``, built from
   NumPy arrays without a Python object per id), encoded on the workers.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from polytok.counts import Counts
+from polytok.counts import Counts, LanguageCounts, language_code
 
 if TYPE_CHECKING:
     import ray.data
@@ -45,26 +45,119 @@ def _texts(batch, column: str) -> list[str]:
     return values
 
 
-class _CountBlock:
-    """Counts one batch of texts into counts like ``template``; one row out,
-    the bytes of the counts."""
+class _BlockCounter:
+    """A counting worker (a Ray actor): counts the blocks it is sent, on
+    its core, into one table per language (one in all without a language
+    column), straight from Arrow."""
 
-    def __init__(self, template: bytes, column: str) -> None:
-        self.template, self.column = template, column
+    def start(self, template: bytes, column: str, language_column: str | None) -> None:
+        self.template, self.column, self.language_column = Counts.from_bytes(template), column, language_column
+        self.counts: dict[str | None, Counts] = {}
 
-    def __call__(self, batch):
-        import pyarrow as pa
+    def add(self, block) -> None:
+        from ray.data.block import BlockAccessor
 
-        counts = Counts.from_bytes(self.template).add_texts(_texts(batch, self.column))
-        return pa.table({"counts": pa.array([counts.to_bytes()], pa.large_binary())})
+        table = BlockAccessor.for_block(block).to_arrow()
+        texts = table.column(self.column)
+        parts = [(None, texts)] if self.language_column is None else _by_language(texts, table.column(self.language_column))
+        for language, rows in parts:
+            counts = self.counts.get(language)
+            if counts is None:
+                counts = self.counts[language] = self.template.empty()
+            counts.add_arrow(rows, parallel=False)
+
+    def result(self) -> dict[str | None, bytes]:
+        data = {language: counts.to_bytes() for language, counts in self.counts.items()}
+        self.counts = {}
+        return data
 
 
-def _add_counts(batch):
-    """Adds the partial counts of a batch of rows into one row."""
+def _by_language(texts, languages) -> list[tuple[str, object]]:
+    """The rows of ``texts`` of each language of ``languages`` (a column of
+    language codes): sorted by language once, then cut into runs."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    parts = (Counts.from_bytes(data) for data in batch.column("counts").to_pylist())
-    return pa.table({"counts": pa.array([Counts.total(parts).to_bytes()], pa.large_binary())})
+    if not (pa.types.is_string(languages.type) or pa.types.is_large_string(languages.type)) or languages.null_count:
+        raise TypeError("the language column holds a value that is not a string")
+    distinct = pc.unique(languages).to_pylist()
+    if len(distinct) == 1:
+        return [(language_code(distinct[0]), texts)]
+    order = pc.sort_indices(languages)
+    texts, languages = texts.take(order), languages.take(order)
+    runs = pc.run_end_encode(languages.combine_chunks() if isinstance(languages, pa.ChunkedArray) else languages)
+    parts, start = [], 0
+    for end, language in zip(runs.run_ends.to_pylist(), runs.values.to_pylist()):
+        parts.append((language_code(language), texts.slice(start, end - start)))
+        start = end
+    return parts
+
+
+#: The counting workers of this driver, kept from one call of :func:`count`
+#: to the next (starting an actor starts a process, about half a second):
+#: the Ray job and nodes they were made for, and the actors. They ask Ray
+#: for no CPU, hold no counts between calls, and end with the job.
+_pool: dict = {}
+
+
+def _counting_workers(nodes: list[str]) -> list:
+    """An actor per entry of ``nodes`` (a node id), placed there."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    key = (ray.get_runtime_context().get_job_id(), tuple(nodes))
+    if _pool.get("key") != key:
+        _drop_counting_workers(same_job=_pool.get("key", (None,))[0] == key[0])
+        counter = ray.remote(num_cpus=0)(_BlockCounter)
+        _pool["actors"] = [
+            counter.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote() for node in nodes
+        ]
+        _pool["key"] = key
+    return _pool["actors"]
+
+
+def _drop_counting_workers(same_job: bool = True) -> None:
+    """Forgets the kept workers, ending them if they belong to this job
+    (those of an earlier job ended with it)."""
+    import ray
+
+    actors = _pool.pop("actors", [])
+    _pool.pop("key", None)
+    if same_job:
+        for actor in actors:
+            ray.kill(actor)
+
+
+def _added(total: Counts, parts: list[bytes]) -> Counts:
+    """``total`` with the counts of count files' bytes added (read on all
+    cores, merged in byte order)."""
+    total._core.add_file_bytes(parts, "counts from a Ray worker")
+    return total
+
+
+def _add_counts(*parts: dict[str | None, bytes]) -> dict[str | None, bytes]:
+    """The sum, language by language, of workers' counts (count-file bytes
+    by language)."""
+    languages = sorted({language for part in parts for language in part}, key=str)
+    summed = {}
+    for language in languages:
+        data = [part[language] for part in parts if language in part]
+        summed[language] = _added(Counts.from_bytes(data[0]), data[1:]).to_bytes()
+    return summed
+
+
+def _worker_nodes(workers: int | None) -> list[str]:
+    """The node of each counting worker: one per CPU of each live node, the
+    nodes taken in turn, the first ``workers`` of them."""
+    import ray
+
+    cpus = {node["NodeID"]: int(node["Resources"].get("CPU", 0)) for node in ray.nodes() if node["Alive"]}
+    nodes = []
+    for turn in range(max(cpus.values(), default=0)):
+        nodes.extend(node for node, n in cpus.items() if n > turn)
+    if workers is not None:
+        nodes = (nodes * (workers // max(len(nodes), 1) + 1))[:workers]
+    return nodes or [ray.get_runtime_context().get_node_id()]
 
 
 def _check_column(dataset: ray.data.Dataset, column: str) -> None:
@@ -75,46 +168,112 @@ def _check_column(dataset: ray.data.Dataset, column: str) -> None:
         raise ValueError(f"the dataset has no column {column!r} (its columns: {', '.join(map(repr, names)) or 'none'})")
 
 
-def _first_bad_row(dataset: ray.data.Dataset, column: str) -> str:
-    """Where the first value of ``column`` that is not a string is, found
+def _first_bad_row(dataset: ray.data.Dataset, columns: list[str]) -> str:
+    """Where the first value of ``columns`` that is not a string is, found
     on the driver (only after a worker met one)."""
     for i, row in enumerate(dataset.iter_rows()):
-        value = row[column]
-        if not isinstance(value, str):
-            return f"column {column!r}: row {i} holds {type(value).__name__} ({value!r:.60}), not a string"
-    return f"column {column!r} holds a value that is not a string"
+        for column in columns:
+            value = row[column]
+            if not isinstance(value, str):
+                return f"column {column!r}: row {i} holds {type(value).__name__} ({value!r:.60}), not a string"
+    return f"column {' or '.join(map(repr, columns))} holds a value that is not a string"
 
 
-def count(dataset: ray.data.Dataset, counts: Counts, *, column: str = "text", batch_size: int | None = None) -> Counts:
+def count(
+    dataset: ray.data.Dataset,
+    counts: Counts | LanguageCounts,
+    *,
+    column: str = "text",
+    language_column: str | None = None,
+    workers: int | None = None,
+) -> Counts | LanguageCounts:
     """The piece counts of ``column`` of ``dataset`` (each row a text), made
     the way ``counts`` (empty, or not: they are included) are made, e.g.
-    ``Counts.for_bpe(pattern="o200k")``. Batches of ``batch_size`` rows are
-    counted on the workers, and the partial counts added ``FAN_IN`` at a
-    time until one is left: the result equals counting every row in one
-    process (``Counts.add_texts``), exactly. By default a block is one
-    batch: fewer partial counts to send and add. A missing column is a
-    ``ValueError``; a value that is not a string, a ``TypeError`` naming
-    the column and the first such row."""
-    if not isinstance(counts, Counts):
-        raise TypeError(f"counts must be polytok.Counts, not {type(counts).__name__}")
-    _check_column(dataset, column)
-    template = counts.empty().to_bytes()  # the settings alone travel to the workers
-    partial = dataset.select_columns([column]).map_batches(
-        _CountBlock(template, column), batch_size=batch_size, batch_format="pyarrow"
-    )
+    ``Counts.for_bpe(pattern="o200k")``; exactly what counting every row in
+    one process (``Counts.add_texts``) gives. With ``language_column`` (a
+    column of language codes), the counts of each language, as
+    :class:`polytok.LanguageCounts` (``counts`` may then be either; Counts
+    given must be empty, as they hold no language).
+
+    The blocks of the dataset are streamed, as Ray makes them, to
+    ``workers`` counting workers (Ray actors; by default one per CPU of the
+    cluster, placed on the nodes in proportion), each sent the next block
+    when it has fewer than two waiting. A worker counts its blocks on its
+    core, straight from Arrow (no Python string per row), into one table
+    (per language), so it sends one table however many blocks it counted;
+    the tables are added ``FAN_IN`` at a time until a few are left, and
+    those here. The workers ask Ray for no CPU, so the tasks that read the
+    dataset (which do) run beside them rather than wait for them; they are
+    kept for the next call (starting one costs about half a second), empty.
+    Read only the columns to count (``read_parquet(..., columns=[...])``):
+    blocks travel whole to the workers.
+
+    A missing column is a ``ValueError``; a value that is not a string, a
+    ``TypeError`` naming the column and the first such row; a language
+    that is not a code (letters, digits, ``_``, ``-``), a ``ValueError``."""
+    import ray
+
+    if not isinstance(counts, (Counts, LanguageCounts)):
+        raise TypeError(f"counts must be polytok.Counts or polytok.LanguageCounts, not {type(counts).__name__}")
+    if language_column is None and isinstance(counts, LanguageCounts):
+        raise ValueError("LanguageCounts are counted from a dataset with a language_column")
+    if language_column is not None and isinstance(counts, Counts) and len(counts):
+        raise ValueError("Counts given with a language_column must be empty: they hold no language")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    columns = [column] if language_column is None else [column, language_column]
+    for name in columns:
+        _check_column(dataset, name)
+    template = (counts._template if isinstance(counts, LanguageCounts) else counts.empty()).to_bytes()
+    actors = _counting_workers(_worker_nodes(workers))
     try:
-        partial = partial.materialize()
-        while partial.count() > 1:
-            partial = partial.map_batches(_add_counts, batch_size=FAN_IN, batch_format="pyarrow").materialize()
-    except Exception as e:  # a worker's TypeError arrives wrapped in Ray's error
-        if "not a string" in str(e):
-            raise TypeError(_first_bad_row(dataset, column)) from None
+        ray.get([actor.start.remote(template, column, language_column) for actor in actors])
+        _send_blocks(dataset, actors)
+        tables = [actor.result.remote() for actor in actors]
+        add = ray.remote(num_cpus=1)(_add_counts)
+        while len(tables) > FAN_IN:
+            tables = [add.remote(*tables[i : i + FAN_IN]) for i in range(0, len(tables), FAN_IN)]
+        parts = ray.get(tables)
+    except BaseException as e:
+        _drop_counting_workers()  # they may hold part of these counts, or have died
+        if isinstance(e, TypeError):  # a worker's, which Ray raises as an instance of its class
+            raise TypeError(_first_bad_row(dataset, columns)) from None
         raise
-    rows = partial.take_all()
-    total = counts.copy()
-    if rows:
-        total += Counts.from_bytes(rows[0]["counts"])
+    if language_column is None:
+        return _added(counts.copy(), [part[None] for part in parts if None in part])
+    total = counts.copy() if isinstance(counts, LanguageCounts) else LanguageCounts(counts)
+    for language in sorted({language for part in parts for language in part}):
+        _added(total.counts_of(language), [part[language] for part in parts if language in part])
     return total
+
+
+#: Blocks queued per counting worker: one counting, one waiting.
+_QUEUED = 2
+
+
+def _send_blocks(dataset: ray.data.Dataset, actors: list) -> None:
+    """Streams the blocks of ``dataset`` (as Ray makes them) to the least
+    busy of ``actors``, at most ``_QUEUED`` waiting on each, and waits for
+    the last; a worker's error is raised here."""
+    import ray
+
+    busy: dict = {}  # a block's acknowledgement -> its actor's index
+    load = [0] * len(actors)
+
+    def finish_one() -> None:
+        (done,), _ = ray.wait(list(busy), num_returns=1)
+        load[busy.pop(done)] -= 1
+        ray.get(done)
+
+    for bundle in dataset.iter_internal_ref_bundles():
+        for block in bundle.block_refs:
+            while min(load) >= _QUEUED:
+                finish_one()
+            i = load.index(min(load))
+            busy[actors[i].add.remote(block)] = i
+            load[i] += 1
+    while busy:
+        finish_one()
 
 
 #: Tokenizers loaded in this (worker) process, by the digest of their JSON:

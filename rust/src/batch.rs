@@ -105,20 +105,22 @@ pub fn encode_batch(
 /// Encodes `texts` on all cores into one vector of every id, one text
 /// after another, and the `n + 1` offsets where each text's ids start (and
 /// the last one's end). The chunks' ids are then copied into place on all
-/// cores too, into memory that nothing wrote before (`vec![0; n]` is fresh
-/// zeroed pages from the system, touched first by the copying threads): a
-/// copy at memory speed is all that this contiguous form costs.
+/// cores too, into memory that nothing wrote before (the vector's spare
+/// capacity: neither zeroed first nor touched by this thread), so a copy
+/// at memory speed is all that this contiguous form costs.
 pub fn encode_flat(
     texts: &[&str],
     encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
 ) -> Result<(Vec<u32>, Vec<i64>)> {
     let chunks = encode_chunks(texts, encode, |runs| (runs.ids.clone(), runs.ends.clone()))?;
-    let mut ids = vec![0u32; chunks.iter().map(|(ids, _)| ids.len()).sum()];
+    let total = chunks.iter().map(|(ids, _)| ids.len()).sum();
+    let mut ids: Vec<u32> = Vec::with_capacity(total);
     let mut offsets = vec![0i64; texts.len() + 1];
     // Each chunk's place in both vectors.
     let mut id_parts = Vec::with_capacity(chunks.len());
     let mut offset_parts = Vec::with_capacity(chunks.len());
-    let (mut id_rest, mut offset_rest) = (&mut ids[..], &mut offsets[1..]);
+    let (mut id_rest, mut offset_rest) =
+        (&mut ids.spare_capacity_mut()[..total], &mut offsets[1..]);
     let mut base = 0;
     for (chunk_ids, ends) in &chunks {
         let (part, rest) = id_rest.split_at_mut(chunk_ids.len());
@@ -134,11 +136,16 @@ pub fn encode_flat(
         .zip(offset_parts)
         .zip(&chunks)
         .for_each(|((id_part, (offset_part, base)), (chunk_ids, ends))| {
-            id_part.copy_from_slice(chunk_ids);
+            for (slot, &id) in id_part.iter_mut().zip(chunk_ids) {
+                slot.write(id);
+            }
             for (offset, &end) in offset_part.iter_mut().zip(ends) {
                 *offset = base + end as i64;
             }
         });
+    // SAFETY: the parts cover the first `total` slots exactly once, and
+    // each was written above.
+    unsafe { ids.set_len(total) };
     Ok((ids, offsets))
 }
 

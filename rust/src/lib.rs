@@ -29,6 +29,12 @@
 //! `python` feature; everything else is plain Rust and tested with
 //! `cargo test`.
 
+/// mimalloc rather than the system's malloc: counting and training hold
+/// millions of small pieces (a `Vec<u8>` each), and glibc's malloc and free
+/// took over half the time of building and dropping such a table.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod added_tokens;
 pub mod batch;
 pub mod bpe;

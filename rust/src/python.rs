@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use numpy::{IntoPyArray, PyArray1};
+use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
+use rayon::prelude::*;
 
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
@@ -230,6 +232,47 @@ impl PieceCounter {
         Ok(())
     }
 
+    /// Counts the strings of an Arrow `string` or `large_string` array,
+    /// given as its offsets and data buffers (`offset_width` 4 or 8 bytes;
+    /// rows `first..first + rows`), without a Python string per row. On all
+    /// cores, or (`parallel=False`: one of many workers, a core each) on
+    /// this thread, straight into these counts.
+    #[pyo3(signature = (offsets, data, offset_width, first, rows, parallel = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_arrow_strings(
+        &self,
+        py: Python<'_>,
+        offsets: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+        offset_width: usize,
+        first: usize,
+        rows: usize,
+        parallel: bool,
+    ) -> PyResult<()> {
+        let offsets = PyUntypedBuffer::get(offsets)?;
+        let data = PyUntypedBuffer::get(data)?;
+        let texts = arrow_strings(
+            contiguous_bytes(&offsets, "offsets")?,
+            contiguous_bytes(&data, "data")?,
+            offset_width,
+            first,
+            rows,
+        )?;
+        if parallel {
+            let counts = in_pool(py, || self.counter.count_texts(&texts))?.map_err(to_py)?;
+            self.lock().merge(counts);
+            return Ok(());
+        }
+        let mut guard = self.lock();
+        let total: &mut PieceCounts = &mut guard;
+        guarded(py, true, || {
+            texts
+                .iter()
+                .try_for_each(|text| self.counter.count_text(text, total))
+        })?
+        .map_err(to_py)
+    }
+
     /// Counts files (UTF-8; `errors="replace"` replaces bad bytes); with
     /// `max_pieces`, in bounded memory (see `Counter::count_files`), and
     /// the whole pruned to `max_pieces` afterwards.
@@ -322,6 +365,33 @@ impl PieceCounter {
         guarded(py, true, || ours.add(theirs))
     }
 
+    /// Adds the counts of many count files' bytes (the partial counts of
+    /// workers): read on all cores, merged in byte order
+    /// (`SortedPieces::sum`), then added. `source` names them in errors; a
+    /// part made another way is a `ValueError`.
+    fn add_file_bytes(&self, py: Python<'_>, parts: Vec<Vec<u8>>, source: &str) -> PyResult<()> {
+        let read = in_pool(py, || {
+            parts
+                .par_iter()
+                .enumerate()
+                .map(|(i, data)| counting::file::read_sorted(data, &format!("{source} {i}")))
+                .collect::<crate::error::Result<Vec<_>>>()
+        })?
+        .map_err(to_py)?;
+        let mut sorted = Vec::with_capacity(read.len());
+        for (counter, pieces) in read {
+            if let Some(difference) = self.counter.difference(&counter) {
+                return Err(PyValueError::new_err(difference));
+            }
+            sorted.push(pieces);
+        }
+        let mut guard = self.lock();
+        let total: &mut PieceCounts = &mut guard;
+        guarded(py, true, || {
+            total.merge(counting::file::SortedPieces::sum(sorted))
+        })
+    }
+
     /// Keeps the `max_pieces` most frequent pieces; the others are
     /// recorded in `dropped`.
     fn prune(&self, py: Python<'_>, max_pieces: usize) -> PyResult<()> {
@@ -373,6 +443,77 @@ impl PieceCounter {
     fn lock(&self) -> std::sync::MutexGuard<'_, PieceCounts> {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The bytes of a buffer (pyarrow's, a `memoryview`, `bytes`), which
+/// must be contiguous. They stay valid while `buffer` is held: an exported
+/// buffer is neither freed nor moved.
+fn contiguous_bytes<'a>(buffer: &'a PyUntypedBuffer, name: &str) -> PyResult<&'a [u8]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "the {name} buffer is not contiguous"
+        )));
+    }
+    // SAFETY: a contiguous buffer of `len_bytes` bytes from `buf_ptr`, kept
+    // alive by `buffer`; Arrow buffers are never written after they are made.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
+}
+
+/// The rows `first..first + rows` of an Arrow string array (offsets of
+/// `offset_width` bytes into `data`), each checked to be UTF-8: a
+/// `ValueError` names a buffer too short, an offset out of order and a row
+/// that is not UTF-8.
+fn arrow_strings<'a>(
+    offsets: &[u8],
+    data: &'a [u8],
+    offset_width: usize,
+    first: usize,
+    rows: usize,
+) -> PyResult<Vec<&'a str>> {
+    if offset_width != 4 && offset_width != 8 {
+        return Err(PyValueError::new_err(format!(
+            "Arrow string offsets are 4 or 8 bytes wide, not {offset_width}"
+        )));
+    }
+    let needed = first
+        .checked_add(rows)
+        .and_then(|n| n.checked_add(1))
+        .and_then(|n| n.checked_mul(offset_width));
+    if needed.is_none_or(|needed| needed > offsets.len()) {
+        return Err(PyValueError::new_err(format!(
+            "the offsets buffer ({} bytes) is too short for rows {first}..{}",
+            offsets.len(),
+            first.saturating_add(rows)
+        )));
+    }
+    let offset = |row: usize| -> i64 {
+        let at = &offsets[row * offset_width..(row + 1) * offset_width];
+        match offset_width {
+            4 => i32::from_ne_bytes(at.try_into().unwrap()) as i64,
+            _ => i64::from_ne_bytes(at.try_into().unwrap()),
+        }
+    };
+    let mut start = offset(first);
+    (first..first + rows)
+        .map(|row| {
+            let end = offset(row + 1);
+            if start < 0 || end < start || end as u64 > data.len() as u64 {
+                return Err(PyValueError::new_err(format!(
+                    "row {} of the Arrow array spans bytes {start}..{end} of a {}-byte data buffer",
+                    row - first,
+                    data.len()
+                )));
+            }
+            let text = std::str::from_utf8(&data[start as usize..end as usize]).map_err(|e| {
+                PyValueError::new_err(format!(
+                    "row {} of the Arrow array is not UTF-8: {e}",
+                    row - first
+                ))
+            })?;
+            start = end;
+            Ok(text)
+        })
+        .collect()
 }
 
 /// Which special tokens to recognize: None, "all", or a list of texts.

@@ -74,6 +74,71 @@ pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
 /// Reads a count file's bytes (`source` names it in errors): the counter
 /// that made the counts, and the counts.
 pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
+    let (counter, pieces) = read_sorted(data, source)?;
+    Ok((counter, SortedPieces::sum(vec![pieces])))
+}
+
+/// A count file's pieces as it holds them, in byte order, in one buffer:
+/// read without an allocation per piece, and added to others by merging
+/// (`SortedPieces::sum`) rather than by hashing every piece of every part.
+#[derive(Default)]
+pub struct SortedPieces {
+    bytes: Vec<u8>,
+    /// Where each piece ends in `bytes`.
+    ends: Vec<usize>,
+    counts: Vec<u64>,
+    text_bytes: u64,
+    dropped: Dropped,
+}
+
+impl SortedPieces {
+    fn piece(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// The sum of count files' pieces: the parts merged in byte order (a
+    /// piece in several parts meets itself at the heads of their lists),
+    /// then one insertion per distinct piece.
+    pub fn sum(parts: Vec<SortedPieces>) -> PieceCounts {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+
+        let mut heads: BinaryHeap<Reverse<(&[u8], usize, usize)>> = parts
+            .iter()
+            .enumerate()
+            .filter(|(_, part)| !part.counts.is_empty())
+            .map(|(p, part)| Reverse((part.piece(0), p, 0)))
+            .collect();
+        let mut merged: Vec<(&[u8], u64)> =
+            Vec::with_capacity(parts.iter().map(|p| p.counts.len()).max().unwrap_or(0));
+        while let Some(Reverse((piece, p, i))) = heads.pop() {
+            match merged.last_mut() {
+                Some((last, count)) if *last == piece => *count += parts[p].counts[i],
+                _ => merged.push((piece, parts[p].counts[i])),
+            }
+            if i + 1 < parts[p].counts.len() {
+                heads.push(Reverse((parts[p].piece(i + 1), p, i + 1)));
+            }
+        }
+        let mut counts = PieceCounts::default();
+        counts.counts.reserve(merged.len());
+        counts.counts.extend(
+            merged
+                .into_iter()
+                .map(|(piece, count)| (piece.to_vec(), count)),
+        );
+        for part in &parts {
+            counts.text_bytes += part.text_bytes;
+            counts.dropped += part.dropped;
+        }
+        counts
+    }
+}
+
+/// Reads a count file's bytes as `read` does, its pieces left as the file
+/// holds them.
+pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
     let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
     if data.len() < MAGIC.len() || data[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
         return Err(damaged(
@@ -120,19 +185,19 @@ pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
     let counter = Counter::from_description(&header["counter"])
         .map_err(|e| damaged(format!("its counter: {e}")))?;
     let n_pieces = number("pieces")?;
-    let mut counts = PieceCounts {
+    let capacity = n_pieces.min(body.len() as u64) as usize;
+    let mut pieces = SortedPieces {
+        bytes: Vec::with_capacity(2 * body.len()),
+        ends: Vec::with_capacity(capacity),
+        counts: Vec::with_capacity(capacity),
         text_bytes: number("text_bytes")?,
         dropped: Dropped {
             pieces: dropped_field("pieces")?,
             occurrences: dropped_field("occurrences")?,
         },
-        ..PieceCounts::default()
     };
-    counts
-        .counts
-        .reserve(n_pieces.min(body.len() as u64) as usize);
     let mut reader = Records { data: body, at };
-    let mut previous: Vec<u8> = Vec::new();
+    let mut previous = 0..0;
     let mut occurrences = 0u64;
     for record in 0..n_pieces {
         let start = reader.at;
@@ -154,15 +219,20 @@ pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
             return Err(bad("an empty piece or a count of 0"));
         }
         // With the shared bytes equal, the order is that of what follows.
-        if record > 0 && tail <= &previous[shared..] {
+        if record > 0 && tail <= &pieces.bytes[previous.start + shared..previous.end] {
             return Err(bad("pieces out of order or repeated"));
         }
         occurrences = occurrences
             .checked_add(count)
             .ok_or_else(|| bad("counts overflow"))?;
-        previous.truncate(shared);
-        previous.extend_from_slice(tail);
-        counts.counts.insert(previous.clone(), count);
+        let start = pieces.bytes.len();
+        pieces
+            .bytes
+            .extend_from_within(previous.start..previous.start + shared);
+        pieces.bytes.extend_from_slice(tail);
+        previous = start..pieces.bytes.len();
+        pieces.ends.push(previous.end);
+        pieces.counts.push(count);
     }
     if reader.at != body.len() {
         return Err(damaged(format!(
@@ -176,7 +246,7 @@ pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
             "its pieces hold {occurrences} occurrences, its header says {announced}"
         )));
     }
-    Ok((counter, counts))
+    Ok((counter, pieces))
 }
 
 /// A cursor over the records.
