@@ -211,7 +211,20 @@ def test_the_command_line_counts_merges_and_trains_from_counts(tmp_path):
         from_files = run("train", "--model", model, *files, "--vocab-size", vocab, "-o", tmp_path / "f.polytok", "-q")
         assert from_counts.exit_code == from_files.exit_code == 0, from_counts.output + from_files.output
         assert (tmp_path / "c.polytok").read_bytes() == (tmp_path / "f.polytok").read_bytes(), model
+    # By language: a directory in, a directory of count files out; they
+    # merge language by language and train as their sum.
+    assert run("count", "--by-language", CORPORA, "-o", tmp_path / "by_language", "-q").exit_code == 0
+    assert sorted(p.stem for p in (tmp_path / "by_language").iterdir()) == sorted(p.stem for p in SHIPPED)
+    assert (tmp_path / "by_language" / "de.counts").read_bytes() == polytok.Counts.for_bpe().add_files(CORPORA / "de.txt").to_bytes()
+    merged = run("count", "--merge", "--by-language", tmp_path / "by_language", tmp_path / "by_language", "-o", tmp_path / "twice")
+    assert merged.exit_code == 0 and f"added {len(SHIPPED)} languages" in merged.output, merged.output
+    assert polytok.LanguageCounts.load(tmp_path / "twice")["de"].occurrences == 2 * polytok.Counts.load(tmp_path / "by_language" / "de.counts").occurrences
+    assert run("train", "--from-counts", tmp_path / "by_language", "--vocab-size", "500", "-o", tmp_path / "l.polytok", "-q").exit_code == 0
+    assert run("train", *files, "--vocab-size", "500", "-o", tmp_path / "f.polytok", "-q").exit_code == 0
+    assert (tmp_path / "l.polytok").read_bytes() == (tmp_path / "f.polytok").read_bytes()
     refused = {
+        ("count", "--by-language", CORPORA, CORPORA, "-o", tmp_path / "x"): "one directory",
+        ("count", "--by-language", CORPORA, "-o", tmp_path / "x.tsv"): "not a .tsv file",
         ("train", "--from-counts", tmp_path / "all.counts", "--pattern", "gpt2", "--vocab-size", "300", "-o", tmp_path / "x.json"): "the counts' own",
         ("train", "--from-counts", tmp_path / "all.counts", *files[:1], "--vocab-size", "300", "-o", tmp_path / "x.json"): "one of them",
         ("train", "--model", "wordpiece", "--from-counts", tmp_path / "all.counts", "--vocab-size", "300", "-o", tmp_path / "x.json"): "made for wordpiece",

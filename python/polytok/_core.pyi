@@ -120,6 +120,8 @@ class PieceCounter:
         """A counter that cuts text as this one does, holding a copy of its counts (``with_counts``) or none."""
     def add(self, other: PieceCounter) -> None:
         """Adds ``other``'s counts into this one's; a ``ValueError`` names the setting that differs when they cut text differently."""
+    def add_file_bytes(self, parts: Sequence[bytes], source: str) -> None:
+        """Adds the counts of many count files' bytes (read on all cores, merged in byte order); ``source`` names them in errors, a ``ValueError`` a part made another way."""
     def prune(self, max_pieces: int) -> None:
         """Keeps the ``max_pieces`` most frequent pieces; the others are recorded in ``dropped``."""
     def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:

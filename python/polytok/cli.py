@@ -18,7 +18,7 @@ from rich.text import Text
 from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
-from polytok.counts import Counts
+from polytok.counts import Counts, LanguageCounts
 from polytok.pre_tokenizers import PRESETS
 from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
@@ -81,7 +81,7 @@ MODEL_OPTIONS = {
 
 @main.command()
 @click.argument("files", nargs=-1)
-@click.option("--from-counts", "from_counts", type=click.Path(dir_okay=False, exists=True), default=None, help="Train from a count file (polytok count) instead of FILES; the way text was cut (pattern, special tokens for BPE and WordPiece, casing) is the counts'.")
+@click.option("--from-counts", "from_counts", type=click.Path(exists=True), default=None, help="Train from a count file (polytok count) instead of FILES, or a directory of them per language (count --by-language: their sum); the way text was cut (pattern, special tokens for BPE and WordPiece, casing) is the counts'.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to save the tokenizer, in the format the name says: .json (Hugging Face's tokenizer.json), .polytok (polytok JSON, with the training record); or the model alone: .tiktoken (BPE ranks), .txt (WordPiece vocabulary), .model (Unigram and SentencePiece BPE, SentencePiece's format).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="bpe: byte-level BPE; sentencepiece-bpe: character-level BPE as SentencePiece's (Llama 2, Mistral).")
 @click.option("--vocab-size", type=click.IntRange(1, 2**31 - 1), required=True, help="Total tokens. BPE: 256 bytes + merges + special tokens. WordPiece: special tokens + alphabet + merges. Unigram, SentencePiece BPE: <unk> + special tokens (+ 256 byte pieces) + pieces.")
@@ -141,7 +141,8 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
                 settings["min_frequency"] = min_frequency
                 trainer = SentencePieceBPETokenizer
         if from_counts:
-            tokenizer = trainer.train_from_counts(Counts.load(from_counts), **settings)
+            counts = LanguageCounts.load(from_counts).total() if os.path.isdir(from_counts) else Counts.load(from_counts)
+            tokenizer = trainer.train_from_counts(counts, **settings)
         else:
             tokenizer = trainer.train(files, **settings, **counting)
         if model == "bpe":
@@ -168,8 +169,9 @@ COUNTING_OPTIONS = ("pattern", "special_tokens", "cased", "errors")
 
 @main.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the count file; a .tsv name writes SentencePiece's TSV input instead (--model unigram counts).")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the count file; a .tsv name writes SentencePiece's TSV input instead (--model unigram counts); with --by-language, a directory.")
 @click.option("--merge", is_flag=True, help="FILES are count files (made the same way): add them up.")
+@click.option("--by-language", is_flag=True, help="FILES is one directory with a file (CODE.txt) or folder (CODE/) per language: count each language apart into OUTPUT, a directory of CODE.counts files (with --merge, FILES are such directories).")
 @click.option("--model", type=click.Choice(MODELS), default="bpe", show_default=True, help="The model the counts will train (unigram and sentencepiece-bpe count alike).")
 @click.option("--pattern", default=None, help=f"BPE pre-tokenization: {', '.join(PRESETS)} (default cl100k), none, or a regex.")
 @click.option("--special-token", "special_tokens", multiple=True, help="BPE, WordPiece: a special token, cut out of the text (repeatable; WordPiece default: BERT's five).")
@@ -178,10 +180,11 @@ COUNTING_OPTIONS = ("pattern", "special_tokens", "cased", "errors")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @click.pass_context
-def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_pieces, errors, quiet) -> None:
+def count(ctx, files, output, merge, by_language, model, pattern, special_tokens, cased, max_pieces, errors, quiet) -> None:
     """Count the pieces of FILES (files, directories of .txt files, globs)
-    into a count file, or add count files up (--merge). Train from the
-    result with `polytok train --from-counts`."""
+    into a count file, or add count files up (--merge); --by-language
+    counts each language of a directory apart. Train from the result with
+    `polytok train --from-counts`."""
     with _errors():
         _check_writable(output)
         start = time.perf_counter()
@@ -189,9 +192,10 @@ def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_
             for name in ("model", "pattern", "special_tokens", "cased", "errors"):
                 if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
                     raise click.UsageError(f"--{name.replace('_', '-')} is how text is counted: count files being merged keep their own")
-            counts = Counts.load(files[0])
+            load = LanguageCounts.load if by_language else Counts.load
+            counts = load(files[0])
             for path in files[1:]:
-                counts += Counts.load(path)
+                counts += load(path)
         else:
             if pattern is not None and model != "bpe":
                 raise click.UsageError("--pattern is an option of bpe counting")
@@ -205,7 +209,28 @@ def count(ctx, files, output, merge, model, pattern, special_tokens, cased, max_
                 if special_tokens:
                     raise click.UsageError("--special-token: Unigram and SentencePiece BPE count no special tokens (they are control pieces, given when training)")
                 counts = Counts.for_unigram()
-            counts.add_files(files, errors=errors, max_pieces=max_pieces, progress=False if quiet else None)
+            progress = False if quiet else None
+            if by_language:
+                if len(files) != 1:
+                    raise click.UsageError("--by-language counts one directory (a file or folder per language)")
+                counts = LanguageCounts(counts).add_directory(files[0], errors=errors, max_pieces=max_pieces, progress=progress)
+            else:
+                counts.add_files(files, errors=errors, max_pieces=max_pieces, progress=progress)
+        if by_language:
+            if output.endswith(".tsv"):
+                raise click.UsageError("--by-language writes a directory of count files, not a .tsv file")
+            if max_pieces is not None:
+                for code in counts:
+                    counts[code].prune(max_pieces)
+            counts.save(output)
+            if not quiet:
+                total = counts.total()
+                click.echo(
+                    f"{'added' if merge else 'counted'} {len(counts)} languages, {total.occurrences} occurrences, "
+                    f"{total.text_bytes / 1e6:.1f} MB of text in {time.perf_counter() - start:.1f} s -> {output}/",
+                    err=True,
+                )
+            return
         if max_pieces is not None:
             counts.prune(max_pieces)
         if output.endswith(".tsv"):

@@ -376,11 +376,12 @@ class LanguageCounts(Mapping[str, Counts]):
         files: PathLike | Iterable[PathLike],
         *,
         errors: Literal["strict", "replace"] = "strict",
+        max_pieces: int | None = None,
         progress: bool | None = None,
     ) -> LanguageCounts:
         """Count files as ``language``'s (see :meth:`Counts.add_files`).
         Returns these counts."""
-        self.counts_of(language).add_files(files, errors=errors, progress=progress)
+        self.counts_of(language).add_files(files, errors=errors, max_pieces=max_pieces, progress=progress)
         return self
 
     def add_arrow(self, language: str, values, *, parallel: bool = True) -> LanguageCounts:
@@ -390,16 +391,22 @@ class LanguageCounts(Mapping[str, Counts]):
         return self
 
     def add_directory(
-        self, directory: PathLike, *, errors: Literal["strict", "replace"] = "strict", progress: bool | None = None
+        self,
+        directory: PathLike,
+        *,
+        errors: Literal["strict", "replace"] = "strict",
+        max_pieces: int | None = None,
+        progress: bool | None = None,
     ) -> LanguageCounts:
         """Count a corpus labelled by language: each ``CODE.txt`` file of
         ``directory`` as language ``CODE``'s, and each folder ``CODE/``
         (its ``.txt`` files, at any depth) too. A name that is not a
         language code, a language given twice (``de.txt`` and ``de/``) and
-        a directory with no language are errors naming them. Returns these
-        counts."""
+        a directory with no language are errors naming them.
+        ``max_pieces`` bounds each language's counts (as in
+        :meth:`Counts.add_files`). Returns these counts."""
         for language, files in language_files(directory).items():
-            self.add_files(language, files, errors=errors, progress=progress)
+            self.add_files(language, files, errors=errors, max_pieces=max_pieces, progress=progress)
         return self
 
     # ------------------------------------------------------------- reading

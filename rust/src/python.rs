@@ -251,7 +251,7 @@ impl PieceCounter {
     ) -> PyResult<()> {
         let offsets = PyUntypedBuffer::get(offsets)?;
         let data = PyUntypedBuffer::get(data)?;
-        let texts = arrow_strings(
+        let strings = ArrowStrings::new(
             contiguous_bytes(&offsets, "offsets")?,
             contiguous_bytes(&data, "data")?,
             offset_width,
@@ -259,16 +259,15 @@ impl PieceCounter {
             rows,
         )?;
         if parallel {
-            let counts = in_pool(py, || self.counter.count_texts(&texts))?.map_err(to_py)?;
+            let counts = in_pool(py, || self.counter.count_rows(rows, |i| strings.row(i)))?
+                .map_err(to_py)?;
             self.lock().merge(counts);
             return Ok(());
         }
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
         guarded(py, true, || {
-            texts
-                .iter()
-                .try_for_each(|text| self.counter.count_text(text, total))
+            (0..rows).try_for_each(|i| self.counter.count_text(strings.row(i)?, total))
         })?
         .map_err(to_py)
     }
@@ -459,61 +458,71 @@ fn contiguous_bytes<'a>(buffer: &'a PyUntypedBuffer, name: &str) -> PyResult<&'a
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
 }
 
-/// The rows `first..first + rows` of an Arrow string array (offsets of
-/// `offset_width` bytes into `data`), each checked to be UTF-8: a
-/// `ValueError` names a buffer too short, an offset out of order and a row
-/// that is not UTF-8.
-fn arrow_strings<'a>(
-    offsets: &[u8],
+/// The rows of an Arrow string array, read from its buffers: offsets of
+/// `width` bytes into `data`, the array's rows starting at offset `first`.
+struct ArrowStrings<'a> {
+    offsets: &'a [u8],
     data: &'a [u8],
-    offset_width: usize,
+    width: usize,
     first: usize,
-    rows: usize,
-) -> PyResult<Vec<&'a str>> {
-    if offset_width != 4 && offset_width != 8 {
-        return Err(PyValueError::new_err(format!(
-            "Arrow string offsets are 4 or 8 bytes wide, not {offset_width}"
-        )));
-    }
-    let needed = first
-        .checked_add(rows)
-        .and_then(|n| n.checked_add(1))
-        .and_then(|n| n.checked_mul(offset_width));
-    if needed.is_none_or(|needed| needed > offsets.len()) {
-        return Err(PyValueError::new_err(format!(
-            "the offsets buffer ({} bytes) is too short for rows {first}..{}",
-            offsets.len(),
-            first.saturating_add(rows)
-        )));
-    }
-    let offset = |row: usize| -> i64 {
-        let at = &offsets[row * offset_width..(row + 1) * offset_width];
-        match offset_width {
-            4 => i32::from_ne_bytes(at.try_into().unwrap()) as i64,
-            _ => i64::from_ne_bytes(at.try_into().unwrap()),
+}
+
+impl<'a> ArrowStrings<'a> {
+    /// The array of `rows` rows; a `ValueError` if the offsets buffer is too
+    /// short for them or the width is not Arrow's.
+    fn new(
+        offsets: &'a [u8],
+        data: &'a [u8],
+        width: usize,
+        first: usize,
+        rows: usize,
+    ) -> PyResult<Self> {
+        if width != 4 && width != 8 {
+            return Err(PyValueError::new_err(format!(
+                "Arrow string offsets are 4 or 8 bytes wide, not {width}"
+            )));
         }
-    };
-    let mut start = offset(first);
-    (first..first + rows)
-        .map(|row| {
-            let end = offset(row + 1);
-            if start < 0 || end < start || end as u64 > data.len() as u64 {
-                return Err(PyValueError::new_err(format!(
-                    "row {} of the Arrow array spans bytes {start}..{end} of a {}-byte data buffer",
-                    row - first,
-                    data.len()
-                )));
-            }
-            let text = std::str::from_utf8(&data[start as usize..end as usize]).map_err(|e| {
-                PyValueError::new_err(format!(
-                    "row {} of the Arrow array is not UTF-8: {e}",
-                    row - first
-                ))
-            })?;
-            start = end;
-            Ok(text)
+        let needed = first
+            .checked_add(rows)
+            .and_then(|n| n.checked_add(1))
+            .and_then(|n| n.checked_mul(width));
+        if needed.is_none_or(|needed| needed > offsets.len()) {
+            return Err(PyValueError::new_err(format!(
+                "the offsets buffer ({} bytes) is too short for rows {first}..{}",
+                offsets.len(),
+                first.saturating_add(rows)
+            )));
+        }
+        Ok(ArrowStrings {
+            offsets,
+            data,
+            width,
+            first,
         })
-        .collect()
+    }
+
+    fn offset(&self, row: usize) -> i64 {
+        let at = (self.first + row) * self.width;
+        let bytes = &self.offsets[at..at + self.width];
+        match self.width {
+            4 => i32::from_ne_bytes(bytes.try_into().unwrap()) as i64,
+            _ => i64::from_ne_bytes(bytes.try_into().unwrap()),
+        }
+    }
+
+    /// Row `row` (`new` checked that its offsets exist), which must lie in
+    /// the data buffer and be UTF-8: an error names it otherwise.
+    fn row(&self, row: usize) -> Result<&'a str, Error> {
+        let (start, end) = (self.offset(row), self.offset(row + 1));
+        if start < 0 || end < start || end as u64 > self.data.len() as u64 {
+            return Err(Error::invalid(format!(
+                "row {row} of the Arrow array spans bytes {start}..{end} of a {}-byte data buffer",
+                self.data.len()
+            )));
+        }
+        std::str::from_utf8(&self.data[start as usize..end as usize])
+            .map_err(|e| Error::invalid(format!("row {row} of the Arrow array is not UTF-8: {e}")))
+    }
 }
 
 /// Which special tokens to recognize: None, "all", or a list of texts.

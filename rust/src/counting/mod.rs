@@ -426,15 +426,24 @@ impl Counter {
 
     /// Counts many texts on all cores.
     pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
-        // About one count per thread: each is a map to add at the end.
-        let per_thread: Vec<PieceCounts> = texts
-            .par_iter()
-            .with_min_len(texts.len() / rayon::current_num_threads())
+        self.count_rows(texts.len(), |i| Ok(texts[i].as_ref()))
+    }
+
+    /// Counts rows `0..n`, each the text `row` gives (or an error), on all
+    /// cores: about one table per thread, added at the end.
+    pub fn count_rows<'a>(
+        &self,
+        n: usize,
+        row: impl Fn(usize) -> Result<&'a str> + Sync,
+    ) -> Result<PieceCounts> {
+        let per_thread: Vec<PieceCounts> = (0..n)
+            .into_par_iter()
+            .with_min_len(n / rayon::current_num_threads())
             .fold(
                 || Ok(PieceCounts::default()),
-                |acc: Result<PieceCounts>, text| {
+                |acc: Result<PieceCounts>, i| {
                     let mut acc = acc?;
-                    self.count_text(text.as_ref(), &mut acc)?;
+                    self.count_text(row(i)?, &mut acc)?;
                     Ok(acc)
                 },
             )
