@@ -91,7 +91,7 @@ class PieceCounter:
     def add_arrow_strings(
         self, offsets: Buffer, data: Buffer, offset_width: int, first: int, rows: int, parallel: bool = True
     ) -> None:
-        """Counts rows ``first..first + rows`` of an Arrow string array given as its offsets (``offset_width`` 4 or 8 bytes) and data buffers, without a Python string per row; on all cores, or on this thread straight into these counts (``parallel=False``)."""
+        """Counts rows ``first..first + rows`` of an Arrow string array given as its offsets (``offset_width`` 4 or 8 bytes) and data buffers, without a Python string per row; on all cores, or on this thread (``parallel=False``)."""
     def add_files(
         self,
         paths: Sequence[str | os.PathLike[str]],
