@@ -122,6 +122,8 @@ class PieceCounter:
         """Adds ``other``'s counts into this one's; a ``ValueError`` names the setting that differs when they cut text differently."""
     def add_file_bytes(self, parts: Sequence[bytes], source: str) -> None:
         """Adds the counts of many count files' bytes (read on all cores, merged in byte order); ``source`` names them in errors, a ``ValueError`` a part made another way."""
+    def add_scaled(self, other: PieceCounter, factor: float) -> None:
+        """Adds ``other``'s counts, each multiplied by ``factor`` (at least 1) and rounded, never below 1 (language-balanced training); a ``ValueError`` when they cut text differently or the factor is below 1."""
     def prune(self, max_pieces: int) -> None:
         """Keeps the ``max_pieces`` most frequent pieces; the others are recorded in ``dropped``."""
     def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
@@ -141,6 +143,17 @@ class Bpe:
         counter: PieceCounter, settings: dict[str, Any], progress: _Progress | None = None
     ) -> Bpe:
         """Learns a model from a counter's pieces (which it empties), with the counter's pattern and special tokens; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
+    @staticmethod
+    def train_parity(
+        counters: Sequence[PieceCounter],
+        settings: dict[str, Any],
+        dev: Sequence[PieceCounter] | None = None,
+        ratios: Sequence[float] | None = None,
+        global_merges: int = 0,
+        window: tuple[int, float] | None = None,
+        progress: _Progress | None = None,
+    ) -> tuple[Bpe, list[int | None], list[int], list[int]]:
+        """Learns a model parity-aware from one counter per language (which it empties), with a counter per language of a parallel development set or a target compression ratio per language: the model, the language each merge was chosen for (None: by counts over all languages), each language's tokens before and after."""
     @staticmethod
     def from_json(json: str, source: str) -> tuple[Bpe, str | None, str | None]:
         """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""

@@ -8,7 +8,8 @@ from typing import Literal
 
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
-from polytok.counts import Counts, trainer_counter
+from polytok.counts import Counts, LanguageCounts, trainer_counter
+from polytok.parity import ParityTarget, Target, languages_record, parity_record, training_counts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
@@ -96,11 +97,15 @@ class BPETokenizer(Preset):
     @classmethod
     def train_from_counts(
         cls,
-        counts: Counts,
+        counts: Counts | LanguageCounts,
         *,
         vocab_size: int,
         min_frequency: int = 2,
         max_token_bytes: int | None = None,
+        balance: float | None = None,
+        parity: ParityTarget | None = None,
+        parity_global_merges: int = 0,
+        parity_window: tuple[int, float] | None = None,
         progress: bool | None = None,
     ) -> BPETokenizer:
         """Learn a tokenizer from :class:`polytok.Counts` made for BPE
@@ -108,15 +113,94 @@ class BPETokenizer(Preset):
         :meth:`train` makes from the corpus they count, however it was split
         and wherever it was counted. The pattern and special tokens are the
         counts'; ``counts`` are left as they are. Other arguments as in
-        :meth:`train`."""
+        :meth:`train`.
+
+        From :class:`polytok.LanguageCounts` (counts per language), training
+        can weigh the languages:
+
+        - ``balance`` (alpha in ``[0, 1]``): each language weighed to a share
+          ``∝ n_l ** alpha`` of the text (see
+          :meth:`polytok.LanguageCounts.balanced`); without it, the languages
+          count as they are.
+        - ``parity``: parity-aware training (Foroutan et al., 2025): each
+          merge goes to the language that costs the most tokens now, as the
+          most frequent pair of that language, and applies to all. The cost
+          is measured on a parallel development set (a directory of
+          ``CODE.txt`` files, or a mapping of language to lines; the same
+          number of lines in every language, never training text), or,
+          without one, as compression of the training text against a target
+          ratio per language (a mapping of language to ratio). Every
+          training language must have its entry.
+          ``parity_global_merges``: the first merges by counts over all
+          languages (balanced or not), the hybrid variant.
+          ``parity_window=(window, share)``: the moving-window variant, a
+          language chosen more than ``share / n_languages`` of the last
+          ``window`` merges is passed over for the next worst.
+          A language with no pair left counted ``min_frequency`` times is
+          passed over from then on.
+
+        The training record (``training``, saved with the tokenizer) holds
+        the languages, ``balance`` and, with ``parity``, the target (the
+        development set's digest, or the ratios), the variants, the merges
+        each language chose and each language's tokens before and after."""
         whole_numbers(vocab_size=vocab_size, max_token_bytes=max_token_bytes)
-        whole_numbers(minimum=0, min_frequency=min_frequency)
-        counter = trainer_counter(counts, "bpe", cls)
+        whole_numbers(minimum=0, min_frequency=min_frequency, parity_global_merges=parity_global_merges)
+        if not isinstance(counts, LanguageCounts):
+            if balance is not None or parity is not None:
+                raise ValueError("balance and parity weigh languages: train from polytok.LanguageCounts")
+            counter = trainer_counter(counts, "bpe", cls)
+            settings = counts.settings
+            with progress_callback(wanted(progress)) as callback:
+                return cls._train_counted(
+                    counter, vocab_size, settings["pattern"], min_frequency, settings["special_tokens"], max_token_bytes, callback
+                )
+        if counts.model != "bpe":
+            raise ValueError(f"{cls.__name__} trains from counts made for bpe (Counts.for_bpe), not for {counts.model}")
         settings = counts.settings
+        record = languages_record(counts, balance)
+        if parity is None:
+            with progress_callback(wanted(progress)) as callback:
+                tokenizer = cls._train_counted(
+                    training_counts(counts, balance)._core, vocab_size, settings["pattern"], min_frequency,
+                    settings["special_tokens"], max_token_bytes, callback,
+                )
+            tokenizer._training.update(record)
+            return tokenizer
+        languages = list(counts)
+        target = Target(parity, languages, counts[languages[0]])
+        if parity_window is not None:
+            window, share = parity_window
+            whole_numbers(parity_window=window)
+            if not share > 0:
+                raise ValueError(f"the share of parity_window must be positive, not {share!r}")
+        if balance is not None:  # weighs the counts: the hybrid's merges by counts over all languages see it
+            factors = counts.balance_factors(balance)
+            counters = []
+            for code in languages:
+                scaled = counts[code].empty()
+                scaled._core.add_scaled(counts[code]._core, factors[code])
+                counters.append(scaled._core)
+        else:
+            counters = [counts[code]._core.copy() for code in languages]
+        train_settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
+        corpus = {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": len(counts.total())}
         with progress_callback(wanted(progress)) as callback:
-            return cls._train_counted(
-                counter, vocab_size, settings["pattern"], min_frequency, settings["special_tokens"], max_token_bytes, callback
+            core, chosen, before, after = _core.Bpe.train_parity(
+                counters, train_settings,
+                dev=[c._core for c in target.dev] if target.dev is not None else None,
+                ratios=target.ratios, global_merges=parity_global_merges,
+                window=tuple(parity_window) if parity_window is not None else None, progress=callback,
             )
+        training = {
+            **train_settings,
+            "special_tokens": list(settings["special_tokens"]),
+            "pattern": settings["pattern"],
+            "tie_rule": "highest count, then smallest (left id, right id)",
+            "corpus": corpus,
+            **record,
+            "parity": parity_record(target, languages, chosen, before, after, parity_global_merges, parity_window),
+        }
+        return cls(core, training)
 
     @classmethod
     def _train_counted(

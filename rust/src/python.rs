@@ -391,6 +391,29 @@ impl PieceCounter {
         })
     }
 
+    /// Adds `other`'s counts, each multiplied by `factor` (at least 1) and
+    /// rounded, never below 1 (language-balanced training); a `ValueError`
+    /// when they cut text differently or the factor is below 1.
+    fn add_scaled(&self, py: Python<'_>, other: &PieceCounter, factor: f64) -> PyResult<()> {
+        if let Some(difference) = self.counter.difference(&other.counter) {
+            return Err(PyValueError::new_err(difference));
+        }
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(PyValueError::new_err(format!(
+                "a scale factor must be at least 1, not {factor}"
+            )));
+        }
+        if std::ptr::eq(self, other) {
+            return Err(PyValueError::new_err(
+                "counts cannot be scaled into themselves",
+            ));
+        }
+        let theirs = other.lock();
+        let mut guard = self.lock();
+        let (ours, theirs): (&mut PieceCounts, &PieceCounts) = (&mut guard, &theirs);
+        guarded(py, true, || ours.add_scaled(theirs, factor))
+    }
+
     /// Keeps the `max_pieces` most frequent pieces; the others are
     /// recorded in `dropped`.
     fn prune(&self, py: Python<'_>, max_pieces: usize) -> PyResult<()> {
@@ -813,6 +836,29 @@ fn encode_batch_flat<'py>(
     Ok((ids.into_pyarray(py), offsets.into_pyarray(py)))
 }
 
+/// A BPE trainer's settings: the keyword arguments in `settings`, the
+/// pattern and special tokens of the `counter` it trains from.
+fn bpe_trainer_settings(
+    settings: &Bound<'_, PyDict>,
+    counter: &PieceCounter,
+) -> PyResult<TrainerSettings> {
+    let mut s = Settings::new(settings);
+    let settings = TrainerSettings {
+        vocab_size: s.required("vocab_size")?,
+        min_frequency: s.or("min_frequency", 2)?,
+        special_tokens: counter.counter.special_tokens().to_vec(),
+        max_token_bytes: s.or("max_token_bytes", None)?,
+        pattern: counter
+            .counter
+            .pattern()
+            .ok_or_else(|| PyValueError::new_err("BPE trains on a counter of pattern pieces"))?
+            .clone(),
+    };
+    s.finish()?;
+    settings.validate().map_err(to_py)?;
+    Ok(settings)
+}
+
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
@@ -845,23 +891,71 @@ impl Bpe {
         settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let mut s = Settings::new(settings);
-        let settings = TrainerSettings {
-            vocab_size: s.required("vocab_size")?,
-            min_frequency: s.or("min_frequency", 2)?,
-            special_tokens: counter.counter.special_tokens().to_vec(),
-            max_token_bytes: s.or("max_token_bytes", None)?,
-            pattern: counter
-                .counter
-                .pattern()
-                .ok_or_else(|| PyValueError::new_err("BPE trains on a counter of pattern pieces"))?
-                .clone(),
-        };
-        s.finish()?;
-        settings.validate().map_err(to_py)?;
+        let settings = bpe_trainer_settings(settings, counter)?;
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| bpe::train(counts, &settings, p))?;
         Bpe::new(py, model)
+    }
+
+    /// Learns a model parity-aware (`bpe/parity.rs`) from one counter per
+    /// language (which it empties), their pattern and special tokens, with
+    /// a counter per language of a parallel development set (`dev`) or a
+    /// target compression ratio per language (`ratios`). Returns the model,
+    /// the language each merge was chosen for (None: by counts over all
+    /// languages) and each language's tokens before and after.
+    #[staticmethod]
+    #[pyo3(signature = (counters, settings, dev = None, ratios = None, global_merges = 0, window = None, progress = None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn train_parity(
+        py: Python<'_>,
+        counters: Vec<PyRef<'_, PieceCounter>>,
+        settings: &Bound<'_, PyDict>,
+        dev: Option<Vec<PyRef<'_, PieceCounter>>>,
+        ratios: Option<Vec<f64>>,
+        global_merges: usize,
+        window: Option<(usize, f64)>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>)> {
+        let first = counters
+            .first()
+            .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
+        if let Some(difference) = counters
+            .iter()
+            .chain(dev.iter().flatten())
+            .find_map(|c| first.counter.difference(&c.counter))
+        {
+            return Err(PyValueError::new_err(difference));
+        }
+        let settings = bpe_trainer_settings(settings, first)?;
+        let take = |counters: &[PyRef<'_, PieceCounter>]| -> Vec<PieceCounts> {
+            counters
+                .iter()
+                .map(|c| std::mem::take(&mut *c.lock()))
+                .collect()
+        };
+        let target = match (dev, ratios) {
+            (Some(dev), None) => bpe::parity::Target::Dev(take(&dev)),
+            (None, Some(ratios)) => bpe::parity::Target::Ratios(ratios),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "give a development set or target ratios (one of them)",
+                ))
+            }
+        };
+        let languages = take(&counters);
+        let parity = bpe::parity::ParitySettings {
+            global_merges,
+            window,
+        };
+        let (model, record) = with_progress(py, progress, |p| {
+            bpe::parity::train(languages, target, &settings, &parity, p)
+        })?;
+        Ok((
+            Bpe::new(py, model)?,
+            record.chosen,
+            record.tokens_before,
+            record.tokens_after,
+        ))
     }
 
     #[staticmethod]

@@ -11,6 +11,7 @@ mod backtrack;
 mod cuts;
 mod encoder;
 pub mod files;
+pub mod parity;
 mod reach;
 mod trainer;
 

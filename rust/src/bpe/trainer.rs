@@ -80,9 +80,9 @@ impl TrainerSettings {
 
 /// A max-heap entry: higher count first, then smaller (left, right).
 #[derive(PartialEq, Eq)]
-struct Candidate {
-    count: u64,
-    pair: u64,
+pub(super) struct Candidate {
+    pub(super) count: u64,
+    pub(super) pair: u64,
 }
 
 impl Ord for Candidate {
@@ -103,7 +103,7 @@ impl PartialOrd for Candidate {
 /// `floor` times or more in a heap, the others waiting in a list. Every
 /// entry's count is at least its pair's count now (it may be out of date,
 /// never too low), so the best in the heap beats every waiting pair.
-struct Candidates {
+pub(super) struct Candidates {
     heap: BinaryHeap<Candidate>,
     waiting: Vec<Candidate>,
     floor: u64,
@@ -117,7 +117,7 @@ struct Candidates {
 /// What a token's length limit counts: its bytes (byte-level BPE) or its
 /// characters (SentencePiece-style BPE, whose tokens are UTF-8 text).
 #[derive(Clone, Copy)]
-enum Measure {
+pub(super) enum Measure {
     Bytes,
     Chars,
 }
@@ -137,7 +137,7 @@ impl Measure {
 const HEAP_SPAN: u64 = 4;
 
 impl Candidates {
-    fn new(min_count: u64, max_token_len: usize, measure: Measure) -> Self {
+    pub(super) fn new(min_count: u64, max_token_len: usize, measure: Measure) -> Self {
         Candidates {
             heap: BinaryHeap::new(),
             waiting: Vec::new(),
@@ -150,7 +150,7 @@ impl Candidates {
 
     /// Adds a pair with its count if it could be merged: counted often
     /// enough, and its merged token (of `tokens`) within the length limit.
-    fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
+    pub(super) fn push(&mut self, tokens: &[Vec<u8>], pair: u64, count: u64) {
         let (left, right) = pair_ids(pair);
         let len = |id: u32| self.measure.len(&tokens[id as usize]);
         if count < self.min_count || len(left) + len(right) > self.max_token_len {
@@ -165,7 +165,7 @@ impl Candidates {
     }
 
     /// Takes the best entry (which may be out of date).
-    fn pop(&mut self) -> Option<Candidate> {
+    pub(super) fn pop(&mut self) -> Option<Candidate> {
         if self.heap.is_empty() {
             let best = self.waiting.iter().map(|c| c.count).max()?;
             self.floor = best / HEAP_SPAN;
@@ -210,6 +210,16 @@ pub fn train(
     );
     let state = State::new(counts, candidates)?;
     let (tokens, merges) = state.learn(total_merges, progress)?;
+    model(tokens, merges, settings)
+}
+
+/// The model of learned `tokens` and `merges`, with the special tokens of
+/// `settings` given the ids after them.
+pub(super) fn model(
+    tokens: Vec<Vec<u8>>,
+    merges: Vec<(u32, u32)>,
+    settings: &TrainerSettings,
+) -> Result<BpeModel> {
     let first_special = tokens.len() as u32;
     let special = settings
         .special_tokens
@@ -218,6 +228,11 @@ pub fn train(
         .map(|(i, text)| (text.clone(), first_special + i as u32))
         .collect();
     BpeModel::new(tokens, settings.pattern.clone(), special, Some(merges))
+}
+
+/// The bytes of the token that merges `left` and `right`.
+pub(super) fn merged_token(tokens: &[Vec<u8>], left: u32, right: u32) -> Vec<u8> {
+    [&tokens[left as usize][..], &tokens[right as usize][..]].concat()
 }
 
 /// Learns merges over words already cut into symbols (SentencePiece-style
@@ -275,12 +290,7 @@ impl State {
             }
             let (left, right) = pair_ids(pair);
             let new_id = self.tokens.len() as u32;
-            let merged = [
-                &self.tokens[left as usize][..],
-                &self.tokens[right as usize][..],
-            ]
-            .concat();
-            self.tokens.push(merged);
+            self.tokens.push(merged_token(&self.tokens, left, right));
             merges.push((left, right));
             self.apply_merge(left, right, new_id);
             progress.update(Stage::Merging, merges.len() as u64, total_merges)?;
@@ -334,7 +344,7 @@ impl State {
 /// (the pieces, the index's lists) takes tens of milliseconds that training
 /// need not wait for. Not on the pool, whose threads training may need at
 /// once.
-fn drop_in_background<T: Send + 'static>(value: T) {
+pub(super) fn drop_in_background<T: Send + 'static>(value: T) {
     // Without a thread (none left to start), the closure, and so `value`,
     // is dropped here.
     let _ = std::thread::Builder::new().spawn(move || drop(value));

@@ -95,6 +95,25 @@ impl PieceCounts {
         self.dropped += other.dropped;
     }
 
+    /// Adds another count into this one with every count multiplied by
+    /// `factor` (at least 1), rounded to the nearest whole number and never
+    /// below 1: a piece counted is never lost (language-balanced training
+    /// weighs languages up, not down). Bytes of text are added unscaled.
+    pub fn add_scaled(&mut self, other: &PieceCounts, factor: f64) {
+        debug_assert!(factor >= 1.0);
+        for (piece, &count) in &other.counts {
+            let scaled = ((count as f64 * factor).round() as u64).max(1);
+            match self.counts.get_mut(piece.as_slice()) {
+                Some(total) => *total = total.saturating_add(scaled),
+                None => {
+                    self.counts.insert(piece.clone(), scaled);
+                }
+            }
+        }
+        self.text_bytes += other.text_bytes;
+        self.dropped += other.dropped;
+    }
+
     /// Keeps the `max_pieces` most frequent pieces (ties: the smaller
     /// bytes), recording the others in `dropped`. Training on pruned
     /// counts is training on a corpus without the rarest pieces: merges

@@ -1,0 +1,143 @@
+"""Fairness-aware training, shared by the trainers: what parity-aware
+training measures each language on (a parallel development set, or target
+compression ratios), checked and counted, and what the training record
+says of it.
+
+Parity-aware training (Foroutan et al., 2025) gives each merge to the
+language that is worst off now, the one whose development text costs the
+most tokens, rather than to the most frequent pair over all the text; see
+``rust/src/bpe/parity.rs``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from polytok.counts import Counts, LanguageCounts, language_code
+from polytok._files import PathLike, read_text
+
+#: A parity target: a directory of ``CODE.txt`` development files, lines by
+#: language, or a target compression ratio by language.
+ParityTarget = PathLike | Mapping[str, Sequence[str]] | Mapping[str, float]
+
+
+class Target:
+    """A checked parity target for ``languages`` (in that order): the
+    development set's counts (``dev``) or the ratios (``ratios``), and the
+    record of it."""
+
+    def __init__(self, parity: ParityTarget, languages: Sequence[str], template: Counts) -> None:
+        self.dev: list[Counts] | None = None
+        self.ratios: list[float] | None = None
+        if isinstance(parity, (str, os.PathLike)):
+            parity = _dev_lines(Path(parity))
+        if not isinstance(parity, Mapping) or not parity:
+            raise TypeError(
+                "parity must be a directory of CODE.txt development files, a mapping of language to lines, "
+                "or a mapping of language to target ratio"
+            )
+        _same_languages(parity, languages)
+        values = [parity[language] for language in languages]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            for language, ratio in zip(languages, values):
+                if not ratio > 0:
+                    raise ValueError(f"the target ratio of {language!r} must be positive, not {ratio!r}")
+            self.ratios = [float(v) for v in values]
+            self.record: dict = {"target": "ratios", "ratios": dict(zip(languages, self.ratios))}
+            return
+        lines = {language: _lines(language, value) for language, value in zip(languages, values)}
+        counts = {len(v) for v in lines.values()}
+        if len(counts) > 1:
+            usual = Counter(len(v) for v in lines.values()).most_common(1)[0][0]
+            odd = ", ".join(f"{language} has {len(v)}" for language, v in lines.items() if len(v) != usual)
+            raise ValueError(f"a development set is parallel (the same lines in every language): {odd} lines where the others have {usual}")
+        digest = hashlib.sha256()
+        for language in languages:
+            digest.update(language.encode() + b"\0" + "\n".join(lines[language]).encode() + b"\0")
+        self.dev = [template.empty().add_texts(lines[language]) for language in languages]
+        self.record = {"target": "dev", "dev_lines": counts.pop(), "dev_sha256": digest.hexdigest()}
+
+
+def _dev_lines(directory: Path) -> dict[str, list[str]]:
+    """The lines of each ``CODE.txt`` file of a development directory."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: no such directory (the development set: a CODE.txt file per language)")
+    files = sorted(p for p in directory.glob("*.txt") if not p.name.startswith("."))
+    if not files:
+        raise FileNotFoundError(f"{directory}: the development set holds no CODE.txt files")
+    lines = {}
+    for path in files:
+        try:
+            language_code(path.stem)
+        except ValueError:
+            raise ValueError(f"{path}: {path.stem!r} is not a language code") from None
+        lines[path.stem] = read_text(path, "a development file").splitlines()
+    return lines
+
+
+def _same_languages(parity: Mapping, languages: Sequence[str]) -> None:
+    """A ``ValueError`` naming the languages the target lacks or adds."""
+    missing = sorted(set(languages) - set(parity))
+    extra = sorted(set(parity) - set(languages))
+    if missing:
+        raise ValueError(f"the parity target has nothing for language(s) {', '.join(map(repr, missing))} of the training text")
+    if extra:
+        raise ValueError(f"the parity target has language(s) {', '.join(map(repr, extra))}, which the training text lacks")
+
+
+def _lines(language: str, value: object) -> list[str]:
+    """A language's development lines, checked."""
+    if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"the development set of {language!r} must be a sequence of lines (strings)")
+    if not value:
+        raise ValueError(f"the development set of {language!r} is empty")
+    return list(value)
+
+
+def training_counts(counts: LanguageCounts, balance: float | None) -> Counts:
+    """Counts over all languages: balanced with ``balance`` (alpha), or as
+    they are."""
+    return counts.total() if balance is None else counts.balanced(balance)
+
+
+def languages_record(counts: LanguageCounts, balance: float | None) -> dict:
+    """What the training record says of the languages trained on."""
+    return {
+        "languages": {language: {"bytes": counts[language].text_bytes} for language in counts},
+        "balance": balance,
+    }
+
+
+def parity_record(
+    target: Target,
+    languages: Sequence[str],
+    chosen: Sequence[int | None],
+    before: Sequence[int],
+    after: Sequence[int],
+    global_merges: int,
+    window: tuple[int, float] | None,
+) -> dict:
+    """What the training record says of parity-aware training: the target,
+    the variants, how many merges each language chose, and each language's
+    tokens (of its development text, or its training text with ratios)
+    before and after."""
+    chosen_by = {language: 0 for language in languages}
+    by_all = 0
+    for index in chosen:
+        if index is None:
+            by_all += 1
+        else:
+            chosen_by[languages[index]] += 1
+    return {
+        **target.record,
+        "global_merges": global_merges,
+        "window": list(window) if window else None,
+        "merges_by_all_languages": by_all,
+        "merges_by_language": chosen_by,
+        "tokens_before": dict(zip(languages, before)),
+        "tokens_after": dict(zip(languages, after)),
+    }

@@ -1,0 +1,604 @@
+//! Parity-aware BPE training (Foroutan et al., 2025, "Parity-aware
+//! Byte-Pair Encoding"): merges chosen so that every language costs about
+//! the same number of tokens.
+//!
+//! Classical BPE merges the pair most frequent over the whole corpus, so the
+//! languages with the most text get the most merges. Here each step finds
+//! the language that is worst off now, the one whose text costs the most
+//! tokens, and merges the pair most frequent in *that* language's training
+//! text; the merge applies to every language. How "worst off" is measured:
+//! - `Target::Dev`: a parallel development set (the same lines in every
+//!   language): the language whose development text is the most tokens now;
+//! - `Target::Ratios`: no development set; the language whose training text
+//!   has shrunk least against a target ratio per language (compression, the
+//!   tokens it started with over the tokens now, divided by its ratio).
+//!
+//! Variants: the first `global_merges` merges by counts over all languages
+//! (the hybrid: the common merges of every language first), and a moving
+//! window (a language chosen more than `share / n_languages` of the last
+//! `window` merges is passed over for the next worst, so that one language
+//! whose text no merge helps much cannot take every merge).
+//!
+//! A language with no pair left that is counted `min_frequency` times is
+//! passed over from then on (the published algorithm stops training there;
+//! the other languages still gain from more merges).
+//!
+//! Bookkeeping: one `PairIndex` per language over its training pieces and
+//! one over its development pieces, each merge applied to all of them. A
+//! merge then costs what it costs classical training (the occurrences it
+//! replaces, now spread over the languages' indexes, plus one lookup per
+//! index), not a loop over languages for every candidate pair. Each
+//! language keeps its own candidates (`Candidates`, as classical
+//! training); the counts over all languages that the hybrid needs are kept
+//! from the indexes' reports of changed pairs while it lasts. Indexes keep
+//! every pair (floor 1): a merge chosen for one language must apply in
+//! every other, however rare the pair is there. `PairIndex::merge` reports
+//! the occurrences it replaced, so each language's token count is kept up
+//! to date at no cost.
+
+use std::collections::VecDeque;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::trainer::{
+    drop_in_background, merged_token, model, Candidate, Candidates, Measure, TrainerSettings,
+};
+use super::BpeModel;
+use crate::counting::PieceCounts;
+use crate::error::{Error, Result};
+use crate::pair_index::{pair_ids, PairIndex};
+use crate::progress::{Progress, Stage};
+
+/// How each language's cost is measured (see the module docs).
+pub enum Target {
+    /// Each language's development pieces, counted as its training text
+    /// was, from the same lines in every language.
+    Dev(Vec<PieceCounts>),
+    /// A target compression ratio per language (relative: only their
+    /// proportions matter).
+    Ratios(Vec<f64>),
+}
+
+/// The variants of parity-aware training.
+#[derive(Clone, Debug, Default)]
+pub struct ParitySettings {
+    /// Merges chosen by counts over all languages before parity takes over.
+    pub global_merges: usize,
+    /// The moving window: `(window, share)`; a language chosen more than
+    /// `share / n_languages` of the last `window` merges is passed over.
+    pub window: Option<(usize, f64)>,
+}
+
+/// What parity-aware training did, for the training record.
+#[derive(Debug, Clone)]
+pub struct ParityRecord {
+    /// The language each merge was chosen for (`None`: by counts over all
+    /// languages).
+    pub chosen: Vec<Option<u32>>,
+    /// Each language's tokens (of its development text, or of its training
+    /// text with ratios) before the first merge and after the last.
+    pub tokens_before: Vec<u64>,
+    pub tokens_after: Vec<u64>,
+}
+
+struct Language {
+    index: PairIndex,
+    candidates: Candidates,
+    dev: Option<PairIndex>,
+    /// Tokens of the text its cost is measured on, now.
+    tokens: u64,
+    /// Cost is `tokens * weight`.
+    weight: f64,
+    exhausted: bool,
+}
+
+/// Counts over all languages, for the hybrid's first merges.
+struct Global {
+    counts: FxHashMap<u64, i64>,
+    candidates: Candidates,
+}
+
+/// Learns a model from each language's piece counts, parity-aware (see
+/// the module docs).
+pub fn train(
+    languages: Vec<PieceCounts>,
+    target: Target,
+    settings: &TrainerSettings,
+    parity: &ParitySettings,
+    progress: &Progress,
+) -> Result<(BpeModel, ParityRecord)> {
+    settings.validate()?;
+    let n = languages.len();
+    check(&languages, &target, parity)?;
+    let min_count = settings.min_frequency.max(1);
+    let max_len = settings.max_token_bytes.unwrap_or(usize::MAX);
+    let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let (dev, ratios) = match target {
+        Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
+        Target::Ratios(ratios) => (vec![None; n], Some(ratios)),
+    };
+    let mut languages: Vec<Language> = languages
+        .into_par_iter()
+        .zip(dev)
+        .map(|(counts, dev)| Language::new(counts, dev, &tokens, min_count, max_len))
+        .collect::<Result<_>>()?;
+    if let Some(ratios) = ratios {
+        // Compression (tokens at first over tokens now) over the ratio is
+        // smallest where tokens * ratio / tokens at first is largest.
+        for (language, ratio) in languages.iter_mut().zip(&ratios) {
+            language.weight = ratio / ratios[0] / language.tokens as f64;
+        }
+    }
+    let global =
+        (parity.global_merges > 0).then(|| Global::new(&languages, &tokens, min_count, max_len));
+    let mut state = State {
+        tokens_before: languages.iter().map(|l| l.tokens).collect(),
+        languages,
+        global,
+        tokens,
+        merges: Vec::new(),
+        chosen: Vec::new(),
+        recent: VecDeque::new(),
+    };
+    let target_tokens = settings.vocab_size - settings.special_tokens.len();
+    state.learn(target_tokens, parity, progress)?;
+    let State {
+        languages,
+        global,
+        tokens,
+        merges,
+        chosen,
+        tokens_before,
+        ..
+    } = state;
+    let record = ParityRecord {
+        chosen,
+        tokens_before,
+        tokens_after: languages.iter().map(|l| l.tokens).collect(),
+    };
+    drop_in_background((languages, global));
+    Ok((model(tokens, merges, settings)?, record))
+}
+
+/// Refuses what parity-aware training cannot use, naming it.
+fn check(languages: &[PieceCounts], target: &Target, parity: &ParitySettings) -> Result<()> {
+    let n = languages.len();
+    if n < 2 {
+        return Err(Error::invalid(
+            "parity-aware training needs at least two languages",
+        ));
+    }
+    if let Some(i) = languages.iter().position(PieceCounts::is_empty) {
+        return Err(Error::Corpus(format!(
+            "language {i} has no text to learn from"
+        )));
+    }
+    match target {
+        Target::Dev(dev) if dev.len() != n => {
+            return Err(Error::invalid(format!(
+                "{} development sets for {n} languages",
+                dev.len()
+            )));
+        }
+        Target::Dev(dev) => {
+            if let Some(i) = dev.iter().position(PieceCounts::is_empty) {
+                return Err(Error::invalid(format!(
+                    "language {i} has an empty development set"
+                )));
+            }
+        }
+        Target::Ratios(ratios) if ratios.len() != n => {
+            return Err(Error::invalid(format!(
+                "{} target ratios for {n} languages",
+                ratios.len()
+            )));
+        }
+        Target::Ratios(ratios) => {
+            if ratios.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+                return Err(Error::invalid("target ratios must be positive numbers"));
+            }
+        }
+    }
+    if let Some((window, share)) = parity.window {
+        if window == 0 || !(share.is_finite() && share > 0.0) {
+            return Err(Error::invalid(
+                "the moving window needs a positive size and a positive share",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Pieces sorted by bytes (pieces that share a start lie together: see the
+/// classical trainer), with their counts.
+fn sorted_pieces(counts: PieceCounts) -> Vec<(Vec<u8>, u64)> {
+    let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+    pieces.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    pieces
+}
+
+impl Language {
+    fn new(
+        counts: PieceCounts,
+        dev: Option<PieceCounts>,
+        tokens: &[Vec<u8>],
+        min_count: u64,
+        max_len: usize,
+    ) -> Result<Self> {
+        let pieces = sorted_pieces(counts);
+        let index = PairIndex::new(&pieces, 1)?;
+        let mut candidates = Candidates::new(min_count, max_len, Measure::Bytes);
+        for (pair, count) in index.pairs() {
+            candidates.push(tokens, pair, count);
+        }
+        let length =
+            |pieces: &[(Vec<u8>, u64)]| pieces.iter().map(|(p, c)| p.len() as u64 * c).sum();
+        let (dev, tokens_now) = match dev {
+            Some(dev) => {
+                let dev_pieces = sorted_pieces(dev);
+                (Some(PairIndex::new(&dev_pieces, 1)?), length(&dev_pieces))
+            }
+            None => (None, length(&pieces)),
+        };
+        Ok(Language {
+            index,
+            candidates,
+            dev,
+            tokens: tokens_now,
+            weight: 1.0,
+            exhausted: false,
+        })
+    }
+
+    fn cost(&self) -> f64 {
+        self.tokens as f64 * self.weight
+    }
+
+    /// The most frequent pair of this language that may still be merged
+    /// (entries out of date are re-pushed with their count now).
+    fn best(&mut self, tokens: &[Vec<u8>]) -> Option<u64> {
+        while let Some(Candidate { count, pair }) = self.candidates.pop() {
+            let now = self.index.count(pair);
+            if now == count {
+                return Some(pair);
+            }
+            self.candidates.push(tokens, pair, now);
+        }
+        None
+    }
+}
+
+impl Global {
+    fn new(languages: &[Language], tokens: &[Vec<u8>], min_count: u64, max_len: usize) -> Self {
+        let mut counts: FxHashMap<u64, i64> = FxHashMap::default();
+        for language in languages {
+            for (pair, count) in language.index.pairs() {
+                *counts.entry(pair).or_insert(0) += count as i64;
+            }
+        }
+        let mut candidates = Candidates::new(min_count, max_len, Measure::Bytes);
+        for (&pair, &count) in &counts {
+            candidates.push(tokens, pair, count as u64);
+        }
+        Global { counts, candidates }
+    }
+
+    fn best(&mut self, tokens: &[Vec<u8>]) -> Option<u64> {
+        while let Some(Candidate { count, pair }) = self.candidates.pop() {
+            let now = self.counts.get(&pair).copied().unwrap_or(0).max(0) as u64;
+            if now == count {
+                return Some(pair);
+            }
+            self.candidates.push(tokens, pair, now);
+        }
+        None
+    }
+}
+
+struct State {
+    languages: Vec<Language>,
+    /// While the hybrid's global merges last.
+    global: Option<Global>,
+    /// The bytes of every token so far, by id.
+    tokens: Vec<Vec<u8>>,
+    merges: Vec<(u32, u32)>,
+    chosen: Vec<Option<u32>>,
+    /// The languages chosen for the last merges (the moving window).
+    recent: VecDeque<u32>,
+    tokens_before: Vec<u64>,
+}
+
+impl State {
+    fn learn(
+        &mut self,
+        target_tokens: usize,
+        parity: &ParitySettings,
+        progress: &Progress,
+    ) -> Result<()> {
+        let total_merges = target_tokens.saturating_sub(self.tokens.len()) as u64;
+        progress.force(Stage::Merging, 0, total_merges)?;
+        while self.tokens.len() < target_tokens {
+            let (pair, language) =
+                if self.merges.len() < parity.global_merges && self.global.is_some() {
+                    match self.global.as_mut().and_then(|g| g.best(&self.tokens)) {
+                        Some(pair) => (pair, None),
+                        None => {
+                            self.global = None;
+                            continue;
+                        }
+                    }
+                } else {
+                    self.global = None; // its counts are no longer needed
+                    let Some(worst) = self.worst(parity.window) else {
+                        break; // every language is out of pairs
+                    };
+                    match self.languages[worst].best(&self.tokens) {
+                        Some(pair) => (pair, Some(worst as u32)),
+                        None => {
+                            self.languages[worst].exhausted = true;
+                            continue;
+                        }
+                    }
+                };
+            self.merge(pair);
+            self.chosen.push(language);
+            if let (Some((window, _)), Some(language)) = (parity.window, language) {
+                if self.recent.len() == window {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(language);
+            }
+            progress.update(Stage::Merging, self.merges.len() as u64, total_merges)?;
+        }
+        progress.force(Stage::Merging, self.merges.len() as u64, total_merges)?;
+        Ok(())
+    }
+
+    /// The language that costs the most now (ties: the first), among those
+    /// with pairs left; with the moving window, the worst of those chosen at
+    /// most `share / n` of the last merges.
+    fn worst(&self, window: Option<(usize, f64)>) -> Option<usize> {
+        let mut order: Vec<usize> = (0..self.languages.len())
+            .filter(|&i| !self.languages[i].exhausted)
+            .collect();
+        order.sort_by(|&a, &b| {
+            self.languages[b]
+                .cost()
+                .total_cmp(&self.languages[a].cost())
+                .then(a.cmp(&b))
+        });
+        let Some((size, share)) = window else {
+            return order.first().copied();
+        };
+        let limit = share / self.languages.len() as f64;
+        order
+            .iter()
+            .copied()
+            .find(|&i| {
+                let times = self.recent.iter().filter(|&&l| l as usize == i).count();
+                times as f64 / size as f64 <= limit
+            })
+            .or(order.first().copied())
+    }
+
+    /// Merges `pair` into a new token in every language, training and
+    /// development text alike.
+    fn merge(&mut self, pair: u64) {
+        let (left, right) = pair_ids(pair);
+        let new_id = self.tokens.len() as u32;
+        self.tokens.push(merged_token(&self.tokens, left, right));
+        self.merges.push((left, right));
+        let State {
+            languages,
+            global,
+            tokens,
+            ..
+        } = self;
+        for language in languages.iter_mut() {
+            let Language {
+                index,
+                candidates,
+                dev,
+                tokens: cost_tokens,
+                ..
+            } = language;
+            let replaced = index.merge(left, right, new_id, |pair, count, delta| {
+                if delta > 0 {
+                    candidates.push(tokens, pair, count as u64);
+                }
+                if let Some(global) = global.as_mut() {
+                    let total = global.counts.entry(pair).or_insert(0);
+                    *total += delta;
+                    if delta > 0 {
+                        global.candidates.push(tokens, pair, *total as u64);
+                    }
+                }
+            });
+            match dev {
+                Some(dev) => *cost_tokens -= dev.merge(left, right, new_id, |_, _, _| {}),
+                None => *cost_tokens -= replaced,
+            }
+        }
+        if let Some(global) = global.as_mut() {
+            global.counts.remove(&pair);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counting::Counter;
+    use crate::text::pattern::Pattern;
+
+    fn counts(texts: &[&str]) -> PieceCounts {
+        Counter::new(Pattern::Cl100k, vec![])
+            .unwrap()
+            .count_texts(texts)
+            .unwrap()
+    }
+
+    fn settings(vocab_size: usize) -> TrainerSettings {
+        TrainerSettings {
+            vocab_size,
+            min_frequency: 2,
+            special_tokens: vec![],
+            max_token_bytes: None,
+            pattern: Pattern::Cl100k,
+        }
+    }
+
+    /// A corpus where English has forty times the text of Finnish.
+    fn skewed() -> (Vec<PieceCounts>, Vec<PieceCounts>) {
+        let english = "the cat sat on the mat and the dog sat on the log ".repeat(40);
+        let finnish = "kissa istui matolla ja koira makasi tukilla ".repeat(3);
+        let languages = vec![counts(&[&english]), counts(&[&finnish])];
+        let dev = vec![
+            counts(&["the dog sat on the mat"]),
+            counts(&["koira istui matolla"]),
+        ];
+        (languages, dev)
+    }
+
+    /// Tokens of each development text after training.
+    fn costs(
+        languages: Vec<PieceCounts>,
+        target: Target,
+        parity: &ParitySettings,
+    ) -> (Vec<u64>, BpeModel) {
+        let (model, record) = train(
+            languages,
+            target,
+            &settings(290),
+            parity,
+            &Progress::new(None),
+        )
+        .unwrap();
+        assert_eq!(record.chosen.len(), model.merges().unwrap().len());
+        (record.tokens_after, model)
+    }
+
+    #[test]
+    fn the_worst_off_language_gets_merges() {
+        let (languages, dev) = skewed();
+        let (parity, _) = costs(
+            languages.clone(),
+            Target::Dev(dev.clone()),
+            &ParitySettings::default(),
+        );
+        // Classical: every merge by counts over both languages.
+        let all_global = ParitySettings {
+            global_merges: usize::MAX,
+            window: None,
+        };
+        let (classical, _) = costs(languages, Target::Dev(dev), &all_global);
+        let gap = |c: &[u64]| c[0].abs_diff(c[1]);
+        assert!(
+            gap(&parity) < gap(&classical),
+            "{parity:?} vs {classical:?}"
+        );
+        assert!(parity[1] < classical[1]);
+    }
+
+    #[test]
+    fn global_merges_alone_are_classical_training() {
+        let (languages, dev) = skewed();
+        let all_global = ParitySettings {
+            global_merges: usize::MAX,
+            window: None,
+        };
+        let (_, model) = costs(languages.clone(), Target::Dev(dev), &all_global);
+        let mut total = PieceCounts::default();
+        for language in languages {
+            total.merge(language);
+        }
+        let classical = super::super::train(total, &settings(290), &Progress::new(None)).unwrap();
+        assert_eq!(model.merges(), classical.merges());
+    }
+
+    #[test]
+    fn ratios_and_the_window_steer_the_choice() {
+        let (languages, _) = skewed();
+        let (model, record) = train(
+            languages.clone(),
+            Target::Ratios(vec![1.0, 1.0]),
+            &settings(290),
+            &ParitySettings::default(),
+            &Progress::new(None),
+        )
+        .unwrap();
+        assert!(model.merges().unwrap().len() > 10);
+        assert!(record.chosen.contains(&Some(1)));
+        // A window of 4 with share 1: no language more than half of the last 4.
+        let (_, record) = train(
+            languages,
+            Target::Ratios(vec![1.0, 1.0]),
+            &settings(290),
+            &ParitySettings {
+                global_merges: 0,
+                window: Some((4, 1.0)),
+            },
+            &Progress::new(None),
+        )
+        .unwrap();
+        let chosen: Vec<u32> = record.chosen.iter().map(|c| c.unwrap()).collect();
+        // Until Finnish runs out of pairs (then English takes every merge).
+        let both = chosen.iter().rposition(|&l| l == 1).unwrap();
+        for run in chosen[..both].windows(5) {
+            let last = run[4];
+            let before = run[..4].iter().filter(|&&l| l == last).count();
+            assert!(before <= 2, "{chosen:?}");
+        }
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let (languages, dev) = skewed();
+        let train_with = |languages: Vec<PieceCounts>, target: Target, parity: ParitySettings| {
+            train(
+                languages,
+                target,
+                &settings(290),
+                &parity,
+                &Progress::new(None),
+            )
+            .err()
+            .unwrap()
+            .to_string()
+        };
+        assert!(train_with(
+            languages[..1].to_vec(),
+            Target::Ratios(vec![1.0]),
+            ParitySettings::default()
+        )
+        .contains("at least two languages"));
+        assert!(train_with(
+            languages.clone(),
+            Target::Dev(dev[..1].to_vec()),
+            ParitySettings::default()
+        )
+        .contains("1 development sets for 2 languages"));
+        assert!(train_with(
+            languages.clone(),
+            Target::Ratios(vec![1.0, 0.0]),
+            ParitySettings::default()
+        )
+        .contains("positive numbers"));
+        assert!(train_with(
+            vec![languages[0].clone(), PieceCounts::default()],
+            Target::Dev(dev.clone()),
+            ParitySettings::default()
+        )
+        .contains("language 1 has no text"));
+        assert!(train_with(
+            languages,
+            Target::Dev(dev),
+            ParitySettings {
+                global_merges: 0,
+                window: Some((0, 1.0))
+            }
+        )
+        .contains("moving window"));
+    }
+}

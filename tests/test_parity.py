@@ -1,0 +1,116 @@
+"""Fairness-aware training: language-balanced counts, and parity-aware BPE
+(Foroutan et al., 2025) against classical BPE on a skewed FLORES mix,
+evaluated on held-out parallel lines; the training record; bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+import polytok
+
+LANGUAGES = ("eng_Latn", "deu_Latn", "fin_Latn", "rus_Cyrl", "hin_Deva", "amh_Ethi", "tam_Taml", "zho_Hans")
+
+
+@pytest.fixture(scope="module")
+def skewed(flores) -> polytok.LanguageCounts:
+    """English with eight times the text of each other language, as real
+    corpora are skewed (lines 0..800 of English, 0..100 of the others)."""
+    counts = polytok.LanguageCounts(polytok.Counts.for_bpe())
+    for language in LANGUAGES:
+        counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
+    return counts
+
+
+def dev(flores) -> dict[str, list[str]]:
+    return {language: flores[language][800:900] for language in LANGUAGES}
+
+
+def held_out_costs(tokenizer, flores) -> dict[str, int]:
+    return {language: sum(map(len, tokenizer.encode_batch_ids(flores[language][900:1000]))) for language in LANGUAGES}
+
+
+def gini(costs) -> float:
+    """The parity-aware BPE authors' Gini: sum |c_i - c_j| / (2 n^2 mean)."""
+    values = list(costs)
+    n, mean = len(values), sum(values) / len(values)
+    return sum(abs(a - b) for a in values for b in values) / (2 * n * n * mean)
+
+
+def test_parity_aware_bpe_costs_languages_more_alike(skewed, flores):
+    classical = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=3000)
+    parity = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=3000, parity=dev(flores))
+    before, after = held_out_costs(classical, flores), held_out_costs(parity, flores)
+    assert gini(after.values()) < 0.8 * gini(before.values()), (before, after)
+    assert after["amh_Ethi"] < before["amh_Ethi"] and after["eng_Latn"] > before["eng_Latn"]
+    record = parity.training["parity"]
+    assert record["target"] == "dev" and record["dev_lines"] == 100 and len(record["dev_sha256"]) == 64
+    assert sum(record["merges_by_language"].values()) == 3000 - 256
+    assert set(record["tokens_after"]) == set(LANGUAGES)
+    assert all(record["tokens_after"][code] < record["tokens_before"][code] for code in LANGUAGES)
+    assert parity.training["languages"]["eng_Latn"]["bytes"] == skewed["eng_Latn"].text_bytes
+    # The record survives saving; the same input makes the same file.
+    again = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=3000, parity=dev(flores))
+    assert again.to_json() == parity.to_json()
+    assert polytok.from_json(parity.to_json()).training["parity"] == record
+
+
+def test_variants_hybrid_window_and_ratios(skewed, flores):
+    classical = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500)
+    # Every merge by counts over all languages is classical training.
+    hybrid_all = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500, parity=dev(flores), parity_global_merges=10**6)
+    assert hybrid_all.encode_batch_ids(flores["deu_Latn"][:50]) == classical.encode_batch_ids(flores["deu_Latn"][:50])
+    hybrid = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500, parity=dev(flores), parity_global_merges=400)
+    assert hybrid.training["parity"]["merges_by_all_languages"] == 400
+    window = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500, parity=dev(flores), parity_window=(100, 2.0))
+    assert window.training["parity"]["window"] == [100, 2.0]
+    ratios = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500, parity={code: 1.0 for code in LANGUAGES})
+    # Ratios equalize compression of each language's own training text
+    # (not tokens per parallel line): every language shrinks by a similar
+    # factor.
+    record = ratios.training["parity"]
+    assert record["target"] == "ratios" and record["ratios"]["eng_Latn"] == 1.0
+    shrink = [record["tokens_before"][code] / record["tokens_after"][code] for code in LANGUAGES]
+    assert max(shrink) / min(shrink) < 1.25, shrink
+
+
+def test_balanced_counts(skewed):
+    assert skewed.balanced(1).to_bytes() == skewed.total().to_bytes()
+    factors = skewed.balance_factors(0)
+    shares = {code: skewed[code].text_bytes * factors[code] for code in skewed}
+    assert max(shares.values()) / min(shares.values()) == pytest.approx(1, rel=1e-9)
+    assert min(factors.values()) == 1 and factors["eng_Latn"] == 1
+    uniform = skewed.balanced(0)
+    assert len(uniform) == len(skewed.total())  # nothing lost to rounding
+    assert uniform.occurrences > skewed.total().occurrences
+    half = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=800, balance=0.5)
+    assert half.training["balance"] == 0.5
+
+
+def test_bad_input_is_named(skewed, flores, tmp_path):
+    train = lambda **kw: polytok.BPETokenizer.train_from_counts(skewed, vocab_size=500, **kw)  # noqa: E731
+    lines = dev(flores)
+    with pytest.raises(ValueError, match="nothing for language\\(s\\) 'zho_Hans'"):
+        train(parity={code: v for code, v in lines.items() if code != "zho_Hans"})
+    with pytest.raises(ValueError, match="'xho_Latn', which the training text lacks"):
+        train(parity={**lines, "xho_Latn": lines["eng_Latn"]})
+    with pytest.raises(ValueError, match="parallel .*: deu_Latn has 99 lines where the others have 100"):
+        train(parity={**lines, "deu_Latn": lines["deu_Latn"][:99]})
+    with pytest.raises(ValueError, match="development set of 'fin_Latn' is empty"):
+        train(parity={code: ([] if code == "fin_Latn" else v) for code, v in lines.items()})
+    with pytest.raises(ValueError, match="target ratio of 'eng_Latn' must be positive"):
+        train(parity={code: (0.0 if code == "eng_Latn" else 1.0) for code in LANGUAGES})
+    for alpha in (-0.1, 1.5, "0.5"):
+        with pytest.raises(ValueError, match="balance \\(alpha\\) must be a number in \\[0, 1\\]"):
+            train(balance=alpha)
+    with pytest.raises(ValueError, match="train from polytok.LanguageCounts"):
+        polytok.BPETokenizer.train_from_counts(skewed.total(), vocab_size=500, parity=lines)
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        train(parity=tmp_path / "missing")
+    empty = polytok.LanguageCounts(polytok.Counts.for_bpe()).add_texts("en", ["hello there"]).add_texts("de", [])
+    with pytest.raises(ValueError, match="language 'de' has no text"):
+        empty.balanced(0.3)
+    (tmp_path / "dev").mkdir()
+    for code, v in lines.items():
+        (tmp_path / "dev" / f"{code}.txt").write_text("\n".join(v) + "\n", encoding="utf-8")
+    from_directory = train(parity=tmp_path / "dev")
+    assert from_directory.training["parity"]["dev_sha256"] == train(parity=lines).training["parity"]["dev_sha256"]
