@@ -114,3 +114,39 @@ def test_bad_input_is_named(skewed, flores, tmp_path):
         (tmp_path / "dev" / f"{code}.txt").write_text("\n".join(v) + "\n", encoding="utf-8")
     from_directory = train(parity=tmp_path / "dev")
     assert from_directory.training["parity"]["dev_sha256"] == train(parity=lines).training["parity"]["dev_sha256"]
+
+
+def test_the_command_line_trains_by_language(flores, tmp_path):
+    from click.testing import CliRunner
+
+    from polytok.cli import main
+
+    run = lambda *args: CliRunner().invoke(main, [str(a) for a in args])  # noqa: E731
+    for name, lines in (("train", slice(0, 300)), ("dev", slice(300, 400))):
+        (tmp_path / name).mkdir()
+        for code in LANGUAGES[:4]:
+            (tmp_path / name / f"{code}.txt").write_text("\n".join(flores[code][lines]) + "\n", encoding="utf-8")
+    out = tmp_path / "tok.polytok"
+    result = run("train", "--languages", tmp_path / "train", "--parity", f"dev={tmp_path / 'dev'}", "--parity-global-merges", "50",
+                 "--parity-window", "40", "--balance", "0.5", "--vocab-size", "900", "-o", out)
+    assert result.exit_code == 0 and "4 languages, balance 0.5, parity-aware (costliest now:" in result.output, result.output
+    training = polytok.load(out).training
+    assert training["balance"] == 0.5 and training["parity"]["global_merges"] == 50 and training["parity"]["window"] == [40, 2.0]
+    ratios = ",".join(f"{code}:1" for code in LANGUAGES[:4])
+    assert run("train", "--languages", tmp_path / "train", "--parity", f"ratios={ratios}", "--vocab-size", "600", "-o", out, "-q").exit_code == 0
+    assert polytok.load(out).training["parity"]["target"] == "ratios"
+    # Balanced WordPiece; counts per language trained from.
+    assert run("train", "--model", "wordpiece", "--languages", tmp_path / "train", "--balance", "0", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
+    assert polytok.load(out).training["balance"] == 0
+    assert run("count", "--by-language", tmp_path / "train", "-o", tmp_path / "counts", "-q").exit_code == 0
+    assert run("train", "--from-counts", tmp_path / "counts", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out, "-q").exit_code == 0
+    refused = {
+        ("train", *[tmp_path / "train" / f"{c}.txt" for c in LANGUAGES[:2]], "--balance", "0.5", "--vocab-size", "600", "-o", out): "weighs languages",
+        ("train", "--languages", tmp_path / "train", "--model", "unigram", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out): "not yet for unigram",
+        ("train", "--languages", tmp_path / "train", "--parity", "nonsense", "--vocab-size", "600", "-o", out): "dev=DIR or ratios=",
+        ("train", "--languages", tmp_path / "train", "--parity-window", "10", "--vocab-size", "600", "-o", out): "variants of --parity",
+        ("train", "--languages", tmp_path / "train", "--balance", "2", "--vocab-size", "600", "-o", out): "2",
+    }
+    for args, message in refused.items():
+        result = run(*args)
+        assert result.exit_code != 0 and message in result.output, (args, result.output)

@@ -9,7 +9,7 @@ from typing import Literal
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok.counts import Counts, LanguageCounts, trainer_counter
-from polytok.parity import ParityTarget, Target, languages_record, parity_record, training_counts
+from polytok.parity import ParityTarget, Target, languages_record, parity_record, train_by_language
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
@@ -156,16 +156,12 @@ class BPETokenizer(Preset):
                 )
         if counts.model != "bpe":
             raise ValueError(f"{cls.__name__} trains from counts made for bpe (Counts.for_bpe), not for {counts.model}")
-        settings = counts.settings
-        record = languages_record(counts, balance)
         if parity is None:
-            with progress_callback(wanted(progress)) as callback:
-                tokenizer = cls._train_counted(
-                    training_counts(counts, balance)._core, vocab_size, settings["pattern"], min_frequency,
-                    settings["special_tokens"], max_token_bytes, callback,
-                )
-            tokenizer._training.update(record)
-            return tokenizer
+            return train_by_language(
+                cls, counts, balance, vocab_size=vocab_size, min_frequency=min_frequency,
+                max_token_bytes=max_token_bytes, progress=progress,
+            )
+        settings = counts.settings
         languages = list(counts)
         target = Target(parity, languages, counts[languages[0]])
         if parity_window is not None:
@@ -197,7 +193,7 @@ class BPETokenizer(Preset):
             "pattern": settings["pattern"],
             "tie_rule": "highest count, then smallest (left id, right id)",
             "corpus": corpus,
-            **record,
+            **languages_record(counts, balance),
             "parity": parity_record(target, languages, chosen, before, after, parity_global_merges, parity_window),
         }
         return cls(core, training)

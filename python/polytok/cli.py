@@ -19,6 +19,7 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.counts import Counts, LanguageCounts
+from polytok.parity import train_by_language
 from polytok.pre_tokenizers import PRESETS
 from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
@@ -96,18 +97,34 @@ MODEL_OPTIONS = {
 @click.option("--max-piece-length", type=click.IntRange(1, 1024), default=16, show_default=True, help="Unigram, SentencePiece BPE: longest piece, in characters.")
 @click.option("--split-digits", is_flag=True, help="Unigram, SentencePiece BPE: every digit a piece of its own.")
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
+@click.option("--languages", "languages_dir", type=click.Path(exists=True, file_okay=False), default=None, help="Train on a corpus labelled by language (instead of FILES): a directory with a file (CODE.txt) or folder (CODE/) per language. Needed by --balance and --parity (or --from-counts with a directory of counts per language).")
+@click.option("--balance", type=click.FloatRange(0, 1), default=None, help="Weigh each language to a share of the text proportional to its size ** ALPHA (1: as is, 0: every language alike).")
+@click.option("--parity", default=None, help="BPE: parity-aware training, each merge for the language that costs the most tokens now, measured on dev=DIR (a parallel development set: CODE.txt per language, the same lines in each) or against ratios=CODE:R,CODE:R,... (target compression of each language's training text).")
+@click.option("--parity-global-merges", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True, help="With --parity: the first M merges by counts over all languages (the hybrid).")
+@click.option("--parity-window", type=click.IntRange(1, 2**31 - 1), default=None, help="With --parity: the moving window; a language chosen more than --parity-window-share / n_languages of the last N merges is passed over.")
+@click.option("--parity-window-share", type=click.FloatRange(0, min_open=True), default=2.0, show_default=True, help="With --parity-window: the share (over the number of languages) a language may take of the window.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 @click.pass_context
-def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, character_coverage, byte_fallback, max_piece_length, split_digits, errors, quiet) -> None:
+def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequency, special_tokens, max_token_bytes, limit_alphabet, cased, character_coverage, byte_fallback, max_piece_length, split_digits, errors, languages_dir, balance, parity, parity_global_merges, parity_window, parity_window_share, quiet) -> None:
     """Learn a tokenizer from FILES (files, directories of .txt files, globs),
-    or from a count file (--from-counts)."""
+    from a corpus labelled by language (--languages), or from counts
+    (--from-counts)."""
     with _errors():
         for name, models in MODEL_OPTIONS.items():
             if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT and model not in models:
                 option = "--" + name.replace("_", "-")
                 raise click.UsageError(f"{option} is an option of {' and '.join(models)} training, not {model}")
-        if bool(files) == bool(from_counts):
-            raise click.UsageError("give FILES or --from-counts (one of them)")
+        if sum(map(bool, (files, from_counts, languages_dir))) != 1:
+            raise click.UsageError("give FILES, --languages or --from-counts (one of them)")
+        by_language = bool(languages_dir) or bool(from_counts and os.path.isdir(from_counts))
+        weighing = {"balance": balance, "parity": parity, "parity_global_merges": parity_global_merges, "parity_window": parity_window}
+        for name, value in weighing.items():
+            if value and not by_language:
+                raise click.UsageError(f"--{name.replace('_', '-')} weighs languages: train with --languages DIR (or --from-counts DIR)")
+        if (parity_global_merges or parity_window) and not parity:
+            raise click.UsageError("--parity-global-merges and --parity-window are variants of --parity")
+        if parity and model != "bpe":
+            raise click.UsageError(f"--parity: parity-aware training is implemented for bpe, not yet for {model}")
         _check_writable(output)
         start = time.perf_counter()
         progress = False if quiet else None
@@ -140,9 +157,22 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
             else:
                 settings["min_frequency"] = min_frequency
                 trainer = SentencePieceBPETokenizer
-        if from_counts:
-            counts = LanguageCounts.load(from_counts).total() if os.path.isdir(from_counts) else Counts.load(from_counts)
-            tokenizer = trainer.train_from_counts(counts, **settings)
+        if by_language:
+            if languages_dir:
+                template = _counts_for(model, counting)
+                counts = LanguageCounts(template).add_directory(languages_dir, errors=errors, progress=progress)
+            else:
+                counts = LanguageCounts.load(from_counts)
+            if model == "bpe":
+                window = (parity_window, parity_window_share) if parity_window else None
+                tokenizer = trainer.train_from_counts(
+                    counts, **settings, balance=balance, parity=_parity_target(parity) if parity else None,
+                    parity_global_merges=parity_global_merges, parity_window=window,
+                )
+            else:
+                tokenizer = train_by_language(trainer, counts, balance, **settings)
+        elif from_counts:
+            tokenizer = trainer.train_from_counts(Counts.load(from_counts), **settings)
         else:
             tokenizer = trainer.train(files, **settings, **counting)
         if model == "bpe":
@@ -153,6 +183,11 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
             described = f"{model}, character coverage {character_coverage}" + (", byte fallback" if byte_fallback else "")
         if from_counts:
             described += ", from counts"
+        if by_language:
+            described += f", {len(counts)} languages" + (f", balance {balance:g}" if balance is not None else "")
+            if parity:
+                worst = max(counts, key=lambda code: tokenizer.training["parity"]["tokens_after"][code])
+                described += f", parity-aware (costliest now: {worst})"
         _save(tokenizer, output)
         if not quiet:
             corpus = (tokenizer.training or {}).get("corpus", {})
@@ -161,6 +196,33 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
                 f"{corpus.get('bytes', 0) / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s -> {output}",
                 err=True,
             )
+
+
+def _counts_for(model: str, counting: dict) -> Counts:
+    """Empty counts made as ``model``'s training counts (``counting``: its
+    pattern, special tokens, casing)."""
+    if model == "bpe":
+        return Counts.for_bpe(pattern=counting["pattern"], special_tokens=counting["special_tokens"])
+    if model == "wordpiece":
+        return Counts.for_wordpiece(lowercase=counting["lowercase"], special_tokens=counting["special_tokens"])
+    return Counts.for_unigram()
+
+
+def _parity_target(parity: str) -> object:
+    """``--parity``'s target: ``dev=DIR`` or ``ratios=CODE:R,...``."""
+    kind, _, value = parity.partition("=")
+    if kind == "dev" and value:
+        return value
+    if kind == "ratios" and value:
+        ratios = {}
+        for item in value.split(","):
+            code, _, ratio = item.partition(":")
+            try:
+                ratios[code.strip()] = float(ratio)
+            except ValueError:
+                raise click.UsageError(f"--parity ratios: {item!r} is not CODE:RATIO") from None
+        return ratios
+    raise click.UsageError(f"--parity takes dev=DIR or ratios=CODE:R,CODE:R,..., not {parity!r}")
 
 
 #: Options that say how text is cut and counted, which count files record.

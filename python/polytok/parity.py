@@ -104,6 +104,15 @@ def training_counts(counts: LanguageCounts, balance: float | None) -> Counts:
     return counts.total() if balance is None else counts.balanced(balance)
 
 
+def train_by_language(trainer: type, counts: LanguageCounts, balance: float | None, **settings):
+    """A tokenizer of ``trainer`` (a class with ``train_from_counts``)
+    trained on the languages of ``counts``, balanced with ``balance``, with
+    the languages in its training record."""
+    tokenizer = trainer.train_from_counts(training_counts(counts, balance), **settings)
+    tokenizer._training.update(languages_record(counts, balance))
+    return tokenizer
+
+
 def languages_record(counts: LanguageCounts, balance: float | None) -> dict:
     """What the training record says of the languages trained on."""
     return {
