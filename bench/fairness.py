@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="16000,32000", help="vocabulary sizes (default 16000,32000)")
     ap.add_argument("--quick", action="store_true", help="8,000 only, on 20 MB of English")
     ap.add_argument("--html", type=Path, default=None, help="write each size's report (classical vs parity-aware) here as HTML")
+    ap.add_argument("--min-frequency", type=int, default=2, help="min_frequency of every training run (default 2)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     polytok = _data.import_polytok()
@@ -95,7 +96,9 @@ def main() -> None:
             walls = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                tokenizer = polytok.BPETokenizer.train_from_counts(counts, vocab_size=size, **options)
+                tokenizer = polytok.BPETokenizer.train_from_counts(
+                    counts, vocab_size=size, min_frequency=args.min_frequency, **options
+                )
                 walls.append(time.perf_counter() - t0)
             costs = evaluate(tokenizer, lines)
             results[name] = (tokenizer, costs, _data.median(walls))
@@ -116,9 +119,10 @@ def main() -> None:
             for code in LANGUAGES:
                 (corpus_dir / f"{code}.txt").write_text("\n".join(lines[code][EVAL]) + "\n", encoding="utf-8")
             report = polytok.report(corpus_dir, [(name, tok) for name, (tok, _, _) in results.items()], pivot="eng_Latn")
-            report.save(args.html / f"bpe-{size}.html")
+            report.save(args.html / f"bpe-{size}-min{args.min_frequency}.html")
     _data.print_table(
-        "BPE, classical against parity-aware (FLORES-200 lines 801-1004; development set 601-800)",
+        f"BPE, classical against parity-aware, min_frequency {args.min_frequency} "
+        "(FLORES-200 lines 801-1004; development set 601-800)",
         ["vocab", "training", "Gini", "vs classical", "total tokens", "vs classical", "costliest (premium over eng)",
          "train s (median of 3)", "time vs classical"],
         rows, args.markdown,

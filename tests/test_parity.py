@@ -54,6 +54,20 @@ def test_parity_aware_bpe_costs_languages_more_alike(skewed, flores):
     assert polytok.from_json(parity.to_json()).training["parity"] == record
 
 
+def test_progress_names_the_costliest_language(skewed, flores):
+    from polytok import _core
+
+    notes = []
+    counters = [skewed[code]._core.copy() for code in LANGUAGES]
+    dev_counters = [polytok.Counts.for_bpe().add_texts(lines)._core for lines in dev(flores).values()]
+    _core.Bpe.train_parity(
+        counters, {"vocab_size": 600}, dev=dev_counters, names=list(LANGUAGES),
+        progress=lambda stage, done, total, note=None: notes.append((stage, done, total, note)),
+    )
+    assert notes[-1][:3] == ("merging", 344, 344)
+    assert notes[-1][3].startswith("costliest: ") and notes[-1][3].split()[1].rstrip(",") in LANGUAGES
+
+
 def test_variants_hybrid_window_and_ratios(skewed, flores):
     classical = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500)
     # Every merge by counts over all languages is classical training.

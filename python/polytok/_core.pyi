@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
 import numpy as np
 
 if sys.version_info >= (3, 12):
-    from collections.abc import Buffer
+    from collections.abc import Buffer as _Buffer
 else:
-    Buffer = bytes | bytearray | memoryview
+    _Buffer = bytes | bytearray | memoryview
 
 __all__ = [
     "PieceCounter",
@@ -50,9 +50,11 @@ __all__ = [
     "TokenizerFileError",
 ]
 
-#: ``(stage, done, total)``, called from the Rust core during long work; an
-#: exception it raises stops the work and is re-raised.
-_Progress = Callable[[str, int, int], object]
+#: ``(stage, done, total)``, called from the Rust core during long work,
+#: with a fourth argument, a note, where the work says what it serves now
+#: (parity-aware training: the costliest language); an exception it raises
+#: stops the work and is re-raised.
+_Progress = Callable[..., object]
 #: Which special tokens to recognize in text: none, ``"all"``, or these.
 _AllowedSpecial = Literal["all"] | Iterable[str] | None
 #: A ``Pipeline`` batch's inputs: texts, or pairs of texts.
@@ -89,7 +91,7 @@ class PieceCounter:
     def add_texts(self, texts: list[str]) -> None:
         """Counts a batch of texts on all cores (each text on its own: pieces never span two texts)."""
     def add_arrow_strings(
-        self, offsets: Buffer, data: Buffer, offset_width: int, first: int, rows: int, parallel: bool = True
+        self, offsets: _Buffer, data: _Buffer, offset_width: int, first: int, rows: int, parallel: bool = True
     ) -> None:
         """Counts rows ``first..first + rows`` of an Arrow string array given as its offsets (``offset_width`` 4 or 8 bytes) and data buffers, without a Python string per row; on all cores, or on this thread (``parallel=False``)."""
     def add_files(
@@ -151,6 +153,7 @@ class Bpe:
         ratios: Sequence[float] | None = None,
         global_merges: int = 0,
         window: tuple[int, float] | None = None,
+        names: Sequence[str] = ...,
         progress: _Progress | None = None,
     ) -> tuple[Bpe, list[int | None], list[int], list[int]]:
         """Learns a model parity-aware from one counter per language (which it empties), with a counter per language of a parallel development set or a target compression ratio per language: the model, the language each merge was chosen for (None: by counts over all languages), each language's tokens before and after."""

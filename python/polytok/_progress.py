@@ -16,8 +16,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-#: (stage, done, total) -> None, called by the Rust core.
-Callback = Callable[[str, int, int], None]
+#: (stage, done, total[, note]) -> None, called by the Rust core; the note
+#: says what the work serves now (the language parity-aware training
+#: merges for), where that changes.
+Callback = Callable[..., None]
 
 
 def wanted(progress: bool | None) -> bool:
@@ -45,10 +47,12 @@ def progress_callback(show: bool) -> Iterator[Callback | None]:
     with Progress(*columns, console=Console(stderr=True), transient=False) as bars:
         tasks: dict[str, TaskID] = {}
 
-        def update(stage: str, done: int, total: int) -> None:
+        def update(stage: str, done: int, total: int, note: str | None = None) -> None:
             if stage not in tasks:
                 tasks[stage] = bars.add_task(stage, total=total, amount="")
             amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if stage == "counting" else f"{done}/{total}"
+            if note:
+                amount += f" ({note})"
             bars.update(tasks[stage], completed=done, total=total, amount=amount)
 
         yield update

@@ -185,7 +185,7 @@ class BPETokenizer(Preset):
                 counters, train_settings,
                 dev=[c._core for c in target.dev] if target.dev is not None else None,
                 ratios=target.ratios, global_merges=parity_global_merges,
-                window=tuple(parity_window) if parity_window is not None else None, progress=callback,
+                window=tuple(parity_window) if parity_window is not None else None, names=languages, progress=callback,
             )
         training = {
             **train_settings,

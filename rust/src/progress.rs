@@ -39,8 +39,10 @@ impl Stage {
     }
 }
 
-/// `(stage, done, total) -> keep going?`
-pub type Callback<'a> = &'a (dyn Fn(Stage, u64, u64) -> bool + Sync);
+/// `(stage, done, total, note) -> keep going?`; the note says what the
+/// work serves now, where that changes (the language parity-aware training
+/// merges for).
+pub type Callback<'a> = &'a (dyn Fn(Stage, u64, u64, Option<&str>) -> bool + Sync);
 
 const REPORT_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -71,6 +73,17 @@ impl<'a> Progress<'a> {
     /// Reports if the last report is old enough; `Err(Interrupted)` if the
     /// callback asks to stop.
     pub fn update(&self, stage: Stage, done: u64, total: u64) -> Result<()> {
+        self.update_noted(stage, done, total, || None)
+    }
+
+    /// `update` with a note, made only when a report is due.
+    pub fn update_noted(
+        &self,
+        stage: Stage,
+        done: u64,
+        total: u64,
+        note: impl FnOnce() -> Option<String>,
+    ) -> Result<()> {
         let Some(callback) = self.callback else {
             return Ok(());
         };
@@ -82,7 +95,7 @@ impl<'a> Progress<'a> {
             }
             *last = Some(now);
         }
-        if callback(stage, done, total) {
+        if callback(stage, done, total, note().as_deref()) {
             Ok(())
         } else {
             Err(Error::Interrupted)
@@ -135,8 +148,19 @@ impl<'a> Progress<'a> {
 
     /// Reports unconditionally (start and end of a stage).
     pub fn force(&self, stage: Stage, done: u64, total: u64) -> Result<()> {
+        self.force_noted(stage, done, total, || None)
+    }
+
+    /// `force` with a note (see `update_noted`).
+    pub fn force_noted(
+        &self,
+        stage: Stage,
+        done: u64,
+        total: u64,
+        note: impl FnOnce() -> Option<String>,
+    ) -> Result<()> {
         *self.last_report.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        self.update(stage, done, total)
+        self.update_noted(stage, done, total, note)
     }
 }
 
@@ -148,7 +172,8 @@ mod tests {
     #[test]
     fn watch_stops_work_that_checks_the_flag() {
         let calls = AtomicUsize::new(0);
-        let callback = |_: Stage, _: u64, _: u64| calls.fetch_add(1, Ordering::Relaxed) < 2;
+        let callback =
+            |_: Stage, _: u64, _: u64, _: Option<&str>| calls.fetch_add(1, Ordering::Relaxed) < 2;
         let progress = Progress::new(Some(&callback));
         let started = Instant::now();
         let result = progress.watch(Stage::Em, 0, 1, || {
@@ -160,7 +185,7 @@ mod tests {
         assert!(matches!(result, Err(Error::Interrupted)));
         assert!(started.elapsed() < Duration::from_secs(2));
         // Work that finishes first keeps its result.
-        let quiet = Progress::new(Some(&|_: Stage, _: u64, _: u64| true));
+        let quiet = Progress::new(Some(&|_: Stage, _: u64, _: u64, _: Option<&str>| true));
         assert_eq!(quiet.watch(Stage::Em, 0, 1, || Ok(7)).unwrap(), 7);
     }
 }

@@ -128,11 +128,12 @@ fn with_progress<T: Send>(
     work: impl FnOnce(&Progress) -> Result<T, Error> + Send,
 ) -> PyResult<T> {
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let report = |stage: Stage, done: u64, total: u64| -> bool {
+    let report = |stage: Stage, done: u64, total: u64, note: Option<&str>| -> bool {
         Python::attach(|py| {
-            let result = py.check_signals().and_then(|()| match &callback {
-                Some(cb) => cb.call1(py, (stage.name(), done, total)).map(drop),
-                None => Ok(()),
+            let result = py.check_signals().and_then(|()| match (&callback, note) {
+                (Some(cb), None) => cb.call1(py, (stage.name(), done, total)).map(drop),
+                (Some(cb), Some(note)) => cb.call1(py, (stage.name(), done, total, note)).map(drop),
+                (None, _) => Ok(()),
             });
             match result {
                 Ok(()) => true,
@@ -904,7 +905,7 @@ impl Bpe {
     /// the language each merge was chosen for (None: by counts over all
     /// languages) and each language's tokens before and after.
     #[staticmethod]
-    #[pyo3(signature = (counters, settings, dev = None, ratios = None, global_merges = 0, window = None, progress = None))]
+    #[pyo3(signature = (counters, settings, dev = None, ratios = None, global_merges = 0, window = None, names = Vec::new(), progress = None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn train_parity(
         py: Python<'_>,
@@ -914,6 +915,7 @@ impl Bpe {
         ratios: Option<Vec<f64>>,
         global_merges: usize,
         window: Option<(usize, f64)>,
+        names: Vec<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>)> {
         let first = counters
@@ -946,6 +948,7 @@ impl Bpe {
         let parity = bpe::parity::ParitySettings {
             global_merges,
             window,
+            names,
         };
         let (model, record) = with_progress(py, progress, |p| {
             bpe::parity::train(languages, target, &settings, &parity, p)

@@ -68,6 +68,8 @@ pub struct ParitySettings {
     /// The moving window: `(window, share)`; a language chosen more than
     /// `share / n_languages` of the last `window` merges is passed over.
     pub window: Option<(usize, f64)>,
+    /// The languages' names, for progress notes (their numbers without).
+    pub names: Vec<String>,
 }
 
 /// What parity-aware training did, for the training record.
@@ -140,6 +142,7 @@ pub fn train(
         merges: Vec::new(),
         chosen: Vec::new(),
         recent: VecDeque::new(),
+        names: parity.names.clone(),
     };
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
     state.learn(target_tokens, parity, progress)?;
@@ -307,6 +310,7 @@ struct State {
     /// The languages chosen for the last merges (the moving window).
     recent: VecDeque<u32>,
     tokens_before: Vec<u64>,
+    names: Vec<String>,
 }
 
 impl State {
@@ -349,10 +353,39 @@ impl State {
                 }
                 self.recent.push_back(language);
             }
-            progress.update(Stage::Merging, self.merges.len() as u64, total_merges)?;
+            progress.update_noted(
+                Stage::Merging,
+                self.merges.len() as u64,
+                total_merges,
+                || self.note(),
+            )?;
         }
-        progress.force(Stage::Merging, self.merges.len() as u64, total_merges)?;
+        progress.force_noted(
+            Stage::Merging,
+            self.merges.len() as u64,
+            total_merges,
+            || self.note(),
+        )?;
         Ok(())
+    }
+
+    /// For progress: the language that costs the most now, and its cost
+    /// over the cheapest's (with ratios: against its target).
+    fn note(&self) -> Option<String> {
+        let costs = self.languages.iter().map(Language::cost);
+        let cheapest = costs.clone().fold(f64::INFINITY, f64::min);
+        let (worst, cost) = costs
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
+        let name = self
+            .names
+            .get(worst)
+            .cloned()
+            .unwrap_or_else(|| format!("language {worst}"));
+        Some(format!(
+            "costliest: {name}, {:.2}x the cheapest",
+            cost / cheapest
+        ))
     }
 
     /// The language that costs the most now (ties: the first), among those
@@ -490,7 +523,7 @@ mod tests {
         // Classical: every merge by counts over both languages.
         let all_global = ParitySettings {
             global_merges: usize::MAX,
-            window: None,
+            ..ParitySettings::default()
         };
         let (classical, _) = costs(languages, Target::Dev(dev), &all_global);
         let gap = |c: &[u64]| c[0].abs_diff(c[1]);
@@ -506,7 +539,7 @@ mod tests {
         let (languages, dev) = skewed();
         let all_global = ParitySettings {
             global_merges: usize::MAX,
-            window: None,
+            ..ParitySettings::default()
         };
         let (_, model) = costs(languages.clone(), Target::Dev(dev), &all_global);
         let mut total = PieceCounts::default();
@@ -536,8 +569,8 @@ mod tests {
             Target::Ratios(vec![1.0, 1.0]),
             &settings(290),
             &ParitySettings {
-                global_merges: 0,
                 window: Some((4, 1.0)),
+                ..ParitySettings::default()
             },
             &Progress::new(None),
         )
@@ -595,8 +628,8 @@ mod tests {
             languages,
             Target::Dev(dev),
             ParitySettings {
-                global_merges: 0,
-                window: Some((0, 1.0))
+                window: Some((0, 1.0)),
+                ..ParitySettings::default()
             }
         )
         .contains("moving window"));
