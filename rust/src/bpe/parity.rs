@@ -30,7 +30,8 @@
 //! index), not a loop over languages for every candidate pair. Each
 //! language keeps its own candidates (`Candidates`, as classical
 //! training); the counts over all languages that the hybrid needs are kept
-//! from the indexes' reports of changed pairs while it lasts. Indexes keep
+//! from the indexes' reports of changed pairs while it lasts (the
+//! languages' candidates are made when it ends). Indexes keep
 //! every pair (floor 1): a merge chosen for one language must apply in
 //! every other, however rare the pair is there. `PairIndex::merge` reports
 //! the occurrences it replaced, so each language's token count is kept up
@@ -120,10 +121,11 @@ pub fn train(
         Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
         Target::Ratios(ratios) => (vec![None; n], Some(ratios)),
     };
+    let hybrid = parity.global_merges > 0;
     let mut languages: Vec<Language> = languages
         .into_par_iter()
         .zip(dev)
-        .map(|(counts, dev)| Language::new(counts, dev, &tokens, min_count, max_len))
+        .map(|(counts, dev)| Language::new(counts, dev, &tokens, (min_count, max_len), !hybrid))
         .collect::<Result<_>>()?;
     if let Some(ratios) = ratios {
         // Compression (tokens at first over tokens now) over the ratio is
@@ -132,8 +134,7 @@ pub fn train(
             language.weight = ratio / ratios[0] / language.tokens as f64;
         }
     }
-    let global =
-        (parity.global_merges > 0).then(|| Global::new(&languages, &tokens, min_count, max_len));
+    let global = hybrid.then(|| Global::new(&languages, &tokens, min_count, max_len));
     let mut state = State {
         tokens_before: languages.iter().map(|l| l.tokens).collect(),
         languages,
@@ -222,18 +223,21 @@ fn sorted_pieces(counts: PieceCounts) -> Vec<(Vec<u8>, u64)> {
 }
 
 impl Language {
+    /// A language's indexes; its candidates too, unless the hybrid's
+    /// global merges come first (`candidates`: they are made when those
+    /// end, from the pairs then).
     fn new(
         counts: PieceCounts,
         dev: Option<PieceCounts>,
         tokens: &[Vec<u8>],
-        min_count: u64,
-        max_len: usize,
+        limits: (u64, usize),
+        candidates: bool,
     ) -> Result<Self> {
         let pieces = sorted_pieces(counts);
         let index = PairIndex::new(&pieces, 1)?;
-        let mut candidates = Candidates::new(min_count, max_len, Measure::Bytes);
-        for (pair, count) in index.pairs() {
-            candidates.push(tokens, pair, count);
+        let mut language_candidates = Candidates::new(limits.0, limits.1, Measure::Bytes);
+        if candidates {
+            language_candidates.fill(tokens, index.pairs());
         }
         let length =
             |pieces: &[(Vec<u8>, u64)]| pieces.iter().map(|(p, c)| p.len() as u64 * c).sum();
@@ -246,7 +250,7 @@ impl Language {
         };
         Ok(Language {
             index,
-            candidates,
+            candidates: language_candidates,
             dev,
             tokens: tokens_now,
             weight: 1.0,
@@ -281,9 +285,10 @@ impl Global {
             }
         }
         let mut candidates = Candidates::new(min_count, max_len, Measure::Bytes);
-        for (&pair, &count) in &counts {
-            candidates.push(tokens, pair, count as u64);
-        }
+        candidates.fill(
+            tokens,
+            counts.iter().map(|(&pair, &count)| (pair, count as u64)),
+        );
         Global { counts, candidates }
     }
 
@@ -328,12 +333,12 @@ impl State {
                     match self.global.as_mut().and_then(|g| g.best(&self.tokens)) {
                         Some(pair) => (pair, None),
                         None => {
-                            self.global = None;
+                            self.end_global();
                             continue;
                         }
                     }
                 } else {
-                    self.global = None; // its counts are no longer needed
+                    self.end_global();
                     let Some(worst) = self.worst(parity.window) else {
                         break; // every language is out of pairs
                     };
@@ -367,6 +372,20 @@ impl State {
             || self.note(),
         )?;
         Ok(())
+    }
+
+    /// Ends the hybrid's global merges, if they ran: their counts go, and
+    /// each language's candidates are made from its pairs now (kept up to
+    /// date all along, they would cost every global merge a push per
+    /// changed pair and language).
+    fn end_global(&mut self) {
+        if self.global.take().is_none() {
+            return;
+        }
+        let tokens = &self.tokens;
+        self.languages.par_iter_mut().for_each(|language| {
+            language.candidates.fill(tokens, language.index.pairs());
+        });
     }
 
     /// For progress: the language that costs the most now, and its cost
@@ -436,17 +455,16 @@ impl State {
                 tokens: cost_tokens,
                 ..
             } = language;
-            let replaced = index.merge(left, right, new_id, |pair, count, delta| {
-                if delta > 0 {
-                    candidates.push(tokens, pair, count as u64);
-                }
-                if let Some(global) = global.as_mut() {
+            let replaced = index.merge(left, right, new_id, |pair, count, delta| match global {
+                Some(global) => {
                     let total = global.counts.entry(pair).or_insert(0);
                     *total += delta;
                     if delta > 0 {
                         global.candidates.push(tokens, pair, *total as u64);
                     }
                 }
+                None if delta > 0 => candidates.push(tokens, pair, count as u64),
+                None => {}
             });
             match dev {
                 Some(dev) => *cost_tokens -= dev.merge(left, right, new_id, |_, _, _| {}),

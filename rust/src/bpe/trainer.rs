@@ -164,6 +164,16 @@ impl Candidates {
         }
     }
 
+    /// Starts afresh from `pairs` with their counts.
+    pub(super) fn fill(&mut self, tokens: &[Vec<u8>], pairs: impl Iterator<Item = (u64, u64)>) {
+        self.heap.clear();
+        self.waiting.clear();
+        self.floor = u64::MAX;
+        for (pair, count) in pairs {
+            self.push(tokens, pair, count);
+        }
+    }
+
     /// Takes the best entry (which may be out of date).
     pub(super) fn pop(&mut self) -> Option<Candidate> {
         if self.heap.is_empty() {
