@@ -48,6 +48,7 @@ def test_parity_aware_bpe_costs_languages_more_alike(skewed, flores):
     assert set(record["tokens_after"]) == set(LANGUAGES)
     assert all(record["tokens_after"][code] < record["tokens_before"][code] for code in LANGUAGES)
     assert parity.training["languages"]["eng_Latn"]["bytes"] == skewed["eng_Latn"].text_bytes
+    assert parity.training["corpus"] == {"bytes": skewed.total().text_bytes, "distinct_pieces": len(skewed.total())}
     # The record survives saving; the same input makes the same file.
     again = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=3000, parity=dev(flores))
     assert again.to_json() == parity.to_json()
@@ -58,13 +59,14 @@ def test_progress_names_the_costliest_language(skewed, flores):
     from polytok import _core
 
     notes = []
-    counters = [skewed[code]._core.copy() for code in LANGUAGES]
+    counters = [skewed[code]._core for code in LANGUAGES]
     dev_counters = [polytok.Counts.for_bpe().add_texts(lines)._core for lines in dev(flores).values()]
     _core.Bpe.train_parity(
         counters, {"vocab_size": 600}, dev=dev_counters, names=list(LANGUAGES),
         progress=lambda stage, done, total, note=None: notes.append((stage, done, total, note)),
     )
     assert notes[-1][:3] == ("merging", 344, 344)
+    assert [len(skewed[code]) for code in LANGUAGES] == [len(c.most_common()) for c in counters]  # read, not emptied
     assert notes[-1][3].startswith("costliest: ") and notes[-1][3].split()[1].rstrip(",") in LANGUAGES
 
 

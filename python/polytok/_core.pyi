@@ -155,8 +155,8 @@ class Bpe:
         window: tuple[int, float] | None = None,
         names: Sequence[str] = ...,
         progress: _Progress | None = None,
-    ) -> tuple[Bpe, list[int | None], list[int], list[int]]:
-        """Learns a model parity-aware from one counter per language (which it empties), with a counter per language of a parallel development set or a target compression ratio per language: the model, the language each merge was chosen for (None: by counts over all languages), each language's tokens before and after."""
+    ) -> tuple[Bpe, list[int | None], list[int], list[int], int]:
+        """Learns a model parity-aware from one counter per language (read, not emptied), with a counter per language of a parallel development set (emptied) or a target compression ratio per language: the model, the language each merge was chosen for (None: by counts over all languages), each language's tokens before and after, the distinct pieces over all languages."""
     @staticmethod
     def from_json(json: str, source: str) -> tuple[Bpe, str | None, str | None]:
         """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""

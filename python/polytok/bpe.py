@@ -177,11 +177,10 @@ class BPETokenizer(Preset):
                 scaled._core.add_scaled(counts[code]._core, factors[code])
                 counters.append(scaled._core)
         else:
-            counters = [counts[code]._core.copy() for code in languages]
+            counters = [counts[code]._core for code in languages]  # read, not emptied
         train_settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
-        corpus = {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": len(counts.total())}
         with progress_callback(wanted(progress)) as callback:
-            core, chosen, before, after = _core.Bpe.train_parity(
+            core, chosen, before, after, distinct = _core.Bpe.train_parity(
                 counters, train_settings,
                 dev=[c._core for c in target.dev] if target.dev is not None else None,
                 ratios=target.ratios, global_merges=parity_global_merges,
@@ -192,7 +191,7 @@ class BPETokenizer(Preset):
             "special_tokens": list(settings["special_tokens"]),
             "pattern": settings["pattern"],
             "tie_rule": "highest count, then smallest (left id, right id)",
-            "corpus": corpus,
+            "corpus": {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": distinct},
             **languages_record(counts, balance),
             "parity": parity_record(target, languages, chosen, before, after, parity_global_merges, parity_window),
         }

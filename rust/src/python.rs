@@ -899,11 +899,13 @@ impl Bpe {
     }
 
     /// Learns a model parity-aware (`bpe/parity.rs`) from one counter per
-    /// language (which it empties), their pattern and special tokens, with
-    /// a counter per language of a parallel development set (`dev`) or a
-    /// target compression ratio per language (`ratios`). Returns the model,
-    /// the language each merge was chosen for (None: by counts over all
-    /// languages) and each language's tokens before and after.
+    /// language (read, not emptied: they stay locked while it trains), their
+    /// pattern and special tokens, with a counter per language of a
+    /// parallel development set (`dev`, emptied) or a target compression
+    /// ratio per language (`ratios`). Returns the model, the language each
+    /// merge was chosen for (None: by counts over all languages), each
+    /// language's tokens before and after, and the distinct pieces over all
+    /// languages.
     #[staticmethod]
     #[pyo3(signature = (counters, settings, dev = None, ratios = None, global_merges = 0, window = None, names = Vec::new(), progress = None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -917,7 +919,7 @@ impl Bpe {
         window: Option<(usize, f64)>,
         names: Vec<String>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>)> {
+    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>, usize)> {
         let first = counters
             .first()
             .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
@@ -929,14 +931,10 @@ impl Bpe {
             return Err(PyValueError::new_err(difference));
         }
         let settings = bpe_trainer_settings(settings, first)?;
-        let take = |counters: &[PyRef<'_, PieceCounter>]| -> Vec<PieceCounts> {
-            counters
-                .iter()
-                .map(|c| std::mem::take(&mut *c.lock()))
-                .collect()
-        };
         let target = match (dev, ratios) {
-            (Some(dev), None) => bpe::parity::Target::Dev(take(&dev)),
+            (Some(dev), None) => bpe::parity::Target::Dev(
+                dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect(),
+            ),
             (None, Some(ratios)) => bpe::parity::Target::Ratios(ratios),
             _ => {
                 return Err(PyValueError::new_err(
@@ -944,20 +942,38 @@ impl Bpe {
                 ))
             }
         };
-        let languages = take(&counters);
+        // Each counter locked once, however many languages share it.
+        let mut unique: Vec<&PieceCounter> = Vec::new();
+        let slots: Vec<usize> = counters
+            .iter()
+            .map(|c| {
+                let c: &PieceCounter = c;
+                unique
+                    .iter()
+                    .position(|u| std::ptr::eq(*u, c))
+                    .unwrap_or_else(|| {
+                        unique.push(c);
+                        unique.len() - 1
+                    })
+            })
+            .collect();
+        let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
+        let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
         let parity = bpe::parity::ParitySettings {
             global_merges,
             window,
             names,
         };
         let (model, record) = with_progress(py, progress, |p| {
-            bpe::parity::train(languages, target, &settings, &parity, p)
+            bpe::parity::train(&languages, target, &settings, &parity, p)
         })?;
+        drop(guards);
         Ok((
             Bpe::new(py, model)?,
             record.chosen,
             record.tokens_before,
             record.tokens_after,
+            record.distinct_pieces,
         ))
     }
 

@@ -83,6 +83,8 @@ pub struct ParityRecord {
     /// text with ratios) before the first merge and after the last.
     pub tokens_before: Vec<u64>,
     pub tokens_after: Vec<u64>,
+    /// Distinct pieces over all languages.
+    pub distinct_pieces: usize,
 }
 
 struct Language {
@@ -105,7 +107,7 @@ struct Global {
 /// Learns a model from each language's piece counts, parity-aware (see
 /// the module docs).
 pub fn train(
-    languages: Vec<PieceCounts>,
+    languages: &[&PieceCounts],
     target: Target,
     settings: &TrainerSettings,
     parity: &ParitySettings,
@@ -113,7 +115,7 @@ pub fn train(
 ) -> Result<(BpeModel, ParityRecord)> {
     settings.validate()?;
     let n = languages.len();
-    check(&languages, &target, parity)?;
+    check(languages, &target, parity)?;
     let min_count = settings.min_frequency.max(1);
     let max_len = settings.max_token_bytes.unwrap_or(usize::MAX);
     let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
@@ -122,8 +124,9 @@ pub fn train(
         Target::Ratios(ratios) => (vec![None; n], Some(ratios)),
     };
     let hybrid = parity.global_merges > 0;
+    let distinct_pieces = distinct_pieces(languages);
     let mut languages: Vec<Language> = languages
-        .into_par_iter()
+        .par_iter()
         .zip(dev)
         .map(|(counts, dev)| Language::new(counts, dev, &tokens, (min_count, max_len), !hybrid))
         .collect::<Result<_>>()?;
@@ -160,20 +163,21 @@ pub fn train(
         chosen,
         tokens_before,
         tokens_after: languages.iter().map(|l| l.tokens).collect(),
+        distinct_pieces,
     };
     drop_in_background((languages, global));
     Ok((model(tokens, merges, settings)?, record))
 }
 
 /// Refuses what parity-aware training cannot use, naming it.
-fn check(languages: &[PieceCounts], target: &Target, parity: &ParitySettings) -> Result<()> {
+fn check(languages: &[&PieceCounts], target: &Target, parity: &ParitySettings) -> Result<()> {
     let n = languages.len();
     if n < 2 {
         return Err(Error::invalid(
             "parity-aware training needs at least two languages",
         ));
     }
-    if let Some(i) = languages.iter().position(PieceCounts::is_empty) {
+    if let Some(i) = languages.iter().position(|counts| counts.is_empty()) {
         return Err(Error::Corpus(format!(
             "language {i} has no text to learn from"
         )));
@@ -215,11 +219,24 @@ fn check(languages: &[PieceCounts], target: &Target, parity: &ParitySettings) ->
 }
 
 /// Pieces sorted by bytes (pieces that share a start lie together: see the
-/// classical trainer), with their counts.
-fn sorted_pieces(counts: PieceCounts) -> Vec<(Vec<u8>, u64)> {
-    let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-    pieces.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+/// classical trainer), with their counts; borrowed, not copied.
+fn sorted_pieces(counts: &PieceCounts) -> Vec<(&[u8], u64)> {
+    let mut pieces: Vec<(&[u8], u64)> = counts
+        .counts
+        .iter()
+        .map(|(piece, &count)| (piece.as_slice(), count))
+        .collect();
+    pieces.sort_unstable_by(|a, b| a.0.cmp(b.0));
     pieces
+}
+
+/// How many distinct pieces the languages hold together.
+fn distinct_pieces(languages: &[&PieceCounts]) -> usize {
+    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
+    for counts in languages {
+        seen.extend(counts.counts.keys().map(Vec::as_slice));
+    }
+    seen.len()
 }
 
 impl Language {
@@ -227,7 +244,7 @@ impl Language {
     /// global merges come first (`candidates`: they are made when those
     /// end, from the pairs then).
     fn new(
-        counts: PieceCounts,
+        counts: &PieceCounts,
         dev: Option<PieceCounts>,
         tokens: &[Vec<u8>],
         limits: (u64, usize),
@@ -239,11 +256,10 @@ impl Language {
         if candidates {
             language_candidates.fill(tokens, index.pairs());
         }
-        let length =
-            |pieces: &[(Vec<u8>, u64)]| pieces.iter().map(|(p, c)| p.len() as u64 * c).sum();
+        let length = |pieces: &[(&[u8], u64)]| pieces.iter().map(|(p, c)| p.len() as u64 * c).sum();
         let (dev, tokens_now) = match dev {
             Some(dev) => {
-                let dev_pieces = sorted_pieces(dev);
+                let dev_pieces = sorted_pieces(&dev);
                 (Some(PairIndex::new(&dev_pieces, 1)?), length(&dev_pieces))
             }
             None => (None, length(&pieces)),
@@ -490,6 +506,10 @@ mod tests {
             .unwrap()
     }
 
+    fn refs(languages: &[PieceCounts]) -> Vec<&PieceCounts> {
+        languages.iter().collect()
+    }
+
     fn settings(vocab_size: usize) -> TrainerSettings {
         TrainerSettings {
             vocab_size,
@@ -519,7 +539,7 @@ mod tests {
         parity: &ParitySettings,
     ) -> (Vec<u64>, BpeModel) {
         let (model, record) = train(
-            languages,
+            &refs(&languages),
             target,
             &settings(290),
             parity,
@@ -572,7 +592,7 @@ mod tests {
     fn ratios_and_the_window_steer_the_choice() {
         let (languages, _) = skewed();
         let (model, record) = train(
-            languages.clone(),
+            &refs(&languages),
             Target::Ratios(vec![1.0, 1.0]),
             &settings(290),
             &ParitySettings::default(),
@@ -583,7 +603,7 @@ mod tests {
         assert!(record.chosen.contains(&Some(1)));
         // A window of 4 with share 1: no language more than half of the last 4.
         let (_, record) = train(
-            languages,
+            &refs(&languages),
             Target::Ratios(vec![1.0, 1.0]),
             &settings(290),
             &ParitySettings {
@@ -608,7 +628,7 @@ mod tests {
         let (languages, dev) = skewed();
         let train_with = |languages: Vec<PieceCounts>, target: Target, parity: ParitySettings| {
             train(
-                languages,
+                &refs(&languages),
                 target,
                 &settings(290),
                 &parity,
