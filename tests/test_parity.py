@@ -125,6 +125,11 @@ def test_bad_input_is_named(skewed, flores, tmp_path):
     empty = polytok.LanguageCounts(polytok.Counts.for_bpe()).add_texts("en", ["hello there"]).add_texts("de", [])
     with pytest.raises(ValueError, match="language 'de' has no text"):
         empty.balanced(0.3)
+    with pytest.raises(ValueError, match="language 'de' has no text to learn from"):
+        polytok.BPETokenizer.train_from_counts(empty, vocab_size=300, parity={"en": 1.0, "de": 1.0})
+    one = polytok.LanguageCounts(polytok.Counts.for_bpe()).add_texts("en", ["hello there"])
+    with pytest.raises(ValueError, match="needs two or more, not 1"):
+        polytok.BPETokenizer.train_from_counts(one, vocab_size=300, parity={"en": 1.0})
     (tmp_path / "dev").mkdir()
     for code, v in lines.items():
         (tmp_path / "dev" / f"{code}.txt").write_text("\n".join(v) + "\n", encoding="utf-8")

@@ -163,6 +163,11 @@ class BPETokenizer(Preset):
             )
         settings = counts.settings
         languages = list(counts)
+        if len(languages) < 2:
+            raise ValueError(f"parity-aware training weighs languages against each other: it needs two or more, not {len(languages)}")
+        for code in languages:
+            if not len(counts[code]):
+                raise ValueError(f"language {code!r} has no text to learn from")
         target = Target(parity, languages, counts[languages[0]])
         if parity_window is not None:
             window, share = parity_window
