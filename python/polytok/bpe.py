@@ -174,15 +174,10 @@ class BPETokenizer(Preset):
             whole_numbers(parity_window=window)
             if not share > 0:
                 raise ValueError(f"the share of parity_window must be positive, not {share!r}")
-        if balance is not None:  # weighs the counts: the hybrid's merges by counts over all languages see it
-            factors = counts.balance_factors(balance)
-            counters = []
-            for code in languages:
-                scaled = counts[code].empty()
-                scaled._core.add_scaled(counts[code]._core, factors[code])
-                counters.append(scaled._core)
-        else:
-            counters = [counts[code]._core for code in languages]  # read, not emptied
+        # Balance weighs the counts: the hybrid's merges by counts over all
+        # languages see it. The counters are read, not emptied.
+        weighed = counts if balance is None else counts.weighed(balance)
+        counters = [weighed[code]._core for code in languages]
         train_settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
         with progress_callback(wanted(progress)) as callback:
             core, chosen, before, after, distinct = _core.Bpe.train_parity(

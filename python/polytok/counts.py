@@ -455,6 +455,16 @@ class LanguageCounts(Mapping[str, Counts]):
         smallest = min(factors.values())
         return {language: factor / smallest for language, factor in factors.items()}
 
+    def weighed(self, alpha: float) -> LanguageCounts:
+        """Each language's counts multiplied by its factor of
+        :meth:`balanced` (rounded, never below 1), kept apart: for training
+        that needs the languages apart and weighed."""
+        factors = self.balance_factors(alpha)
+        weighed = LanguageCounts(self._template)
+        for language, counts in self._languages.items():
+            weighed.counts_of(language)._core.add_scaled(counts._core, factors[language])
+        return weighed
+
     def balanced(self, alpha: float) -> Counts:
         """The counts of every language added up, each language weighed so
         that it has a share ``q_l ∝ n_l ** alpha`` of the text (``n_l``: its

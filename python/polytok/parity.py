@@ -98,17 +98,12 @@ def _lines(language: str, value: object) -> list[str]:
     return list(value)
 
 
-def training_counts(counts: LanguageCounts, balance: float | None) -> Counts:
-    """Counts over all languages: balanced with ``balance`` (alpha), or as
-    they are."""
-    return counts.total() if balance is None else counts.balanced(balance)
-
-
 def train_by_language(trainer: type, counts: LanguageCounts, balance: float | None, **settings):
     """A tokenizer of ``trainer`` (a class with ``train_from_counts``)
     trained on the languages of ``counts``, balanced with ``balance``, with
     the languages in its training record."""
-    tokenizer = trainer.train_from_counts(training_counts(counts, balance), **settings)
+    merged = counts.total() if balance is None else counts.balanced(balance)
+    tokenizer = trainer.train_from_counts(merged, **settings)
     tokenizer._training.update(languages_record(counts, balance))
     return tokenizer
 

@@ -135,15 +135,22 @@ def _added(total: Counts, parts: list[bytes]) -> Counts:
     return total
 
 
+def _by_language_parts(parts: tuple[dict[str | None, bytes], ...] | list) -> dict[str | None, list[bytes]]:
+    """Workers' counts (count-file bytes by language; ``None``: no language
+    column) regrouped: each language's parts."""
+    grouped: dict[str | None, list[bytes]] = {}
+    for part in parts:
+        for language, data in part.items():
+            grouped.setdefault(language, []).append(data)
+    return grouped
+
+
 def _add_counts(*parts: dict[str | None, bytes]) -> dict[str | None, bytes]:
-    """The sum, language by language, of workers' counts (count-file bytes
-    by language)."""
-    languages = sorted({language for part in parts for language in part}, key=str)
-    summed = {}
-    for language in languages:
-        data = [part[language] for part in parts if language in part]
-        summed[language] = _added(Counts.from_bytes(data[0]), data[1:]).to_bytes()
-    return summed
+    """The sum, language by language, of workers' counts."""
+    return {
+        language: _added(Counts.from_bytes(data[0]), data[1:]).to_bytes()
+        for language, data in _by_language_parts(parts).items()
+    }
 
 
 def _worker_nodes(workers: int | None) -> list[str]:
@@ -239,11 +246,12 @@ def count(
         if isinstance(e, TypeError):  # a worker's, which Ray raises as an instance of its class
             raise TypeError(_first_bad_row(dataset, columns)) from None
         raise
+    grouped = _by_language_parts(parts)
     if language_column is None:
-        return _added(counts.copy(), [part[None] for part in parts if None in part])
+        return _added(counts.copy(), grouped.get(None, []))
     total = counts.copy() if isinstance(counts, LanguageCounts) else LanguageCounts(counts)
-    for language in sorted({language for part in parts for language in part}):
-        _added(total.counts_of(language), [part[language] for part in parts if language in part])
+    for language, data in grouped.items():
+        _added(total.counts_of(language), data)
     return total
 
 

@@ -218,18 +218,6 @@ fn check(languages: &[&PieceCounts], target: &Target, parity: &ParitySettings) -
     Ok(())
 }
 
-/// Pieces sorted by bytes (pieces that share a start lie together: see the
-/// classical trainer), with their counts; borrowed, not copied.
-fn sorted_pieces(counts: &PieceCounts) -> Vec<(&[u8], u64)> {
-    let mut pieces: Vec<(&[u8], u64)> = counts
-        .counts
-        .iter()
-        .map(|(piece, &count)| (piece.as_slice(), count))
-        .collect();
-    pieces.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    pieces
-}
-
 /// How many distinct pieces the languages hold together.
 fn distinct_pieces(languages: &[&PieceCounts]) -> usize {
     let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
@@ -250,7 +238,7 @@ impl Language {
         limits: (u64, usize),
         candidates: bool,
     ) -> Result<Self> {
-        let pieces = sorted_pieces(counts);
+        let pieces = counts.sorted();
         let index = PairIndex::new(&pieces, 1)?;
         let mut language_candidates = Candidates::new(limits.0, limits.1, Measure::Bytes);
         if candidates {
@@ -259,7 +247,7 @@ impl Language {
         let length = |pieces: &[(&[u8], u64)]| pieces.iter().map(|(p, c)| p.len() as u64 * c).sum();
         let (dev, tokens_now) = match dev {
             Some(dev) => {
-                let dev_pieces = sorted_pieces(&dev);
+                let dev_pieces = dev.sorted();
                 (Some(PairIndex::new(&dev_pieces, 1)?), length(&dev_pieces))
             }
             None => (None, length(&pieces)),

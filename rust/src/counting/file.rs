@@ -17,7 +17,6 @@
 //! (name, version, lengths, order, counts, sums, checksum) and names the
 //! file and what is wrong.
 
-use rayon::prelude::*;
 use serde_json::json;
 
 use super::{Counter, Dropped, PieceCounts};
@@ -35,12 +34,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 
 /// The bytes of a count file of `counts`, made by `counter`.
 pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
-    let mut pieces: Vec<(&[u8], u64)> = counts
-        .counts
-        .iter()
-        .map(|(piece, &count)| (piece.as_slice(), count))
-        .collect();
-    pieces.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let pieces = counts.sorted();
     let header = json!({
         "counter": counter.description(),
         "text_bytes": counts.text_bytes,

@@ -132,6 +132,19 @@ impl PieceCounts {
         self.counts = entries.into_iter().collect();
     }
 
+    /// The pieces in byte order with their counts, borrowed (sorted on all
+    /// cores): how count files are written, and how trainers lay pieces
+    /// out so that pieces sharing a start lie together.
+    pub fn sorted(&self) -> Vec<(&[u8], u64)> {
+        let mut pieces: Vec<(&[u8], u64)> = self
+            .counts
+            .iter()
+            .map(|(piece, &count)| (piece.as_slice(), count))
+            .collect();
+        pieces.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        pieces
+    }
+
     /// All occurrences counted (pieces kept).
     pub fn occurrences(&self) -> u64 {
         self.counts.values().sum()
