@@ -48,6 +48,7 @@ pub mod formats;
 pub mod model;
 pub mod model_file;
 mod pair_index;
+pub mod parity;
 pub mod presets;
 pub mod processors;
 pub mod progress;

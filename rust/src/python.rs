@@ -22,6 +22,7 @@ use crate::corpus::BadBytes;
 use crate::counting::{self, Counter, PieceCounts};
 use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
+use crate::parity;
 use crate::progress::{Progress, Stage};
 use crate::text::bert::BertNormalizer;
 use crate::text::pattern::{Pattern, PreTokenizer};
@@ -932,10 +933,10 @@ impl Bpe {
         }
         let settings = bpe_trainer_settings(settings, first)?;
         let target = match (dev, ratios) {
-            (Some(dev), None) => bpe::parity::Target::Dev(
-                dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect(),
-            ),
-            (None, Some(ratios)) => bpe::parity::Target::Ratios(ratios),
+            (Some(dev), None) => {
+                parity::Target::Dev(dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect())
+            }
+            (None, Some(ratios)) => parity::Target::Ratios(ratios),
             _ => {
                 return Err(PyValueError::new_err(
                     "give a development set or target ratios (one of them)",
@@ -959,7 +960,7 @@ impl Bpe {
             .collect();
         let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
         let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
-        let parity = bpe::parity::ParitySettings {
+        let parity = parity::ParitySettings {
             global_merges,
             window,
             names,

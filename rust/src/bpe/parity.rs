@@ -13,6 +13,9 @@
 //!   has shrunk least against a target ratio per language (compression, the
 //!   tokens it started with over the tokens now, divided by its ratio).
 //!
+//! The target, the variants and the choice of the worst-off language are
+//! shared with the other models' parity-aware trainers (`crate::parity`).
+//!
 //! Variants: the first `global_merges` merges by counts over all languages
 //! (the hybrid: the common merges of every language first), and a moving
 //! window (a language chosen more than `share / n_languages` of the last
@@ -37,8 +40,6 @@
 //! the occurrences it replaced, so each language's token count is kept up
 //! to date at no cost.
 
-use std::collections::VecDeque;
-
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -47,55 +48,16 @@ use super::trainer::{
 };
 use super::BpeModel;
 use crate::counting::PieceCounts;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pair_index::{pair_ids, PairIndex};
+use crate::parity::{check, distinct_pieces, Costs};
+pub use crate::parity::{ParityRecord, ParitySettings, Target};
 use crate::progress::{Progress, Stage};
-
-/// How each language's cost is measured (see the module docs).
-pub enum Target {
-    /// Each language's development pieces, counted as its training text
-    /// was, from the same lines in every language.
-    Dev(Vec<PieceCounts>),
-    /// A target compression ratio per language (relative: only their
-    /// proportions matter).
-    Ratios(Vec<f64>),
-}
-
-/// The variants of parity-aware training.
-#[derive(Clone, Debug, Default)]
-pub struct ParitySettings {
-    /// Merges chosen by counts over all languages before parity takes over.
-    pub global_merges: usize,
-    /// The moving window: `(window, share)`; a language chosen more than
-    /// `share / n_languages` of the last `window` merges is passed over.
-    pub window: Option<(usize, f64)>,
-    /// The languages' names, for progress notes (their numbers without).
-    pub names: Vec<String>,
-}
-
-/// What parity-aware training did, for the training record.
-#[derive(Debug, Clone)]
-pub struct ParityRecord {
-    /// The language each merge was chosen for (`None`: by counts over all
-    /// languages).
-    pub chosen: Vec<Option<u32>>,
-    /// Each language's tokens (of its development text, or of its training
-    /// text with ratios) before the first merge and after the last.
-    pub tokens_before: Vec<u64>,
-    pub tokens_after: Vec<u64>,
-    /// Distinct pieces over all languages.
-    pub distinct_pieces: usize,
-}
 
 struct Language {
     index: PairIndex,
     candidates: Candidates,
     dev: Option<PairIndex>,
-    /// Tokens of the text its cost is measured on, now.
-    tokens: u64,
-    /// Cost is `tokens * weight`.
-    weight: f64,
-    exhausted: bool,
 }
 
 /// Counts over all languages, for the hybrid's first merges.
@@ -125,119 +87,48 @@ pub fn train(
     };
     let hybrid = parity.global_merges > 0;
     let distinct_pieces = distinct_pieces(languages);
-    let mut languages: Vec<Language> = languages
+    let (languages, costs): (Vec<Language>, Vec<u64>) = languages
         .par_iter()
         .zip(dev)
         .map(|(counts, dev)| Language::new(counts, dev, &tokens, (min_count, max_len), !hybrid))
-        .collect::<Result<_>>()?;
-    if let Some(ratios) = ratios {
-        // Compression (tokens at first over tokens now) over the ratio is
-        // smallest where tokens * ratio / tokens at first is largest.
-        for (language, ratio) in languages.iter_mut().zip(&ratios) {
-            language.weight = ratio / ratios[0] / language.tokens as f64;
-        }
-    }
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     let global = hybrid.then(|| Global::new(&languages, &tokens, min_count, max_len));
     let mut state = State {
-        tokens_before: languages.iter().map(|l| l.tokens).collect(),
+        costs: Costs::new(costs, ratios.as_deref(), parity),
         languages,
         global,
         tokens,
         merges: Vec::new(),
-        chosen: Vec::new(),
-        recent: VecDeque::new(),
-        names: parity.names.clone(),
     };
     let target_tokens = settings.vocab_size - settings.special_tokens.len();
-    state.learn(target_tokens, parity, progress)?;
+    state.learn(target_tokens, parity.global_merges, progress)?;
     let State {
         languages,
         global,
         tokens,
         merges,
-        chosen,
-        tokens_before,
-        ..
+        costs,
     } = state;
-    let record = ParityRecord {
-        chosen,
-        tokens_before,
-        tokens_after: languages.iter().map(|l| l.tokens).collect(),
-        distinct_pieces,
-    };
     drop_in_background((languages, global));
-    Ok((model(tokens, merges, settings)?, record))
-}
-
-/// Refuses what parity-aware training cannot use, naming it.
-fn check(languages: &[&PieceCounts], target: &Target, parity: &ParitySettings) -> Result<()> {
-    let n = languages.len();
-    if n < 2 {
-        return Err(Error::invalid(
-            "parity-aware training needs at least two languages",
-        ));
-    }
-    if let Some(i) = languages.iter().position(|counts| counts.is_empty()) {
-        return Err(Error::Corpus(format!(
-            "language {i} has no text to learn from"
-        )));
-    }
-    match target {
-        Target::Dev(dev) if dev.len() != n => {
-            return Err(Error::invalid(format!(
-                "{} development sets for {n} languages",
-                dev.len()
-            )));
-        }
-        Target::Dev(dev) => {
-            if let Some(i) = dev.iter().position(PieceCounts::is_empty) {
-                return Err(Error::invalid(format!(
-                    "language {i} has an empty development set"
-                )));
-            }
-        }
-        Target::Ratios(ratios) if ratios.len() != n => {
-            return Err(Error::invalid(format!(
-                "{} target ratios for {n} languages",
-                ratios.len()
-            )));
-        }
-        Target::Ratios(ratios) => {
-            if ratios.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-                return Err(Error::invalid("target ratios must be positive numbers"));
-            }
-        }
-    }
-    if let Some((window, share)) = parity.window {
-        if window == 0 || !(share.is_finite() && share > 0.0) {
-            return Err(Error::invalid(
-                "the moving window needs a positive size and a positive share",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// How many distinct pieces the languages hold together.
-fn distinct_pieces(languages: &[&PieceCounts]) -> usize {
-    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
-    for counts in languages {
-        seen.extend(counts.counts.keys().map(Vec::as_slice));
-    }
-    seen.len()
+    Ok((
+        model(tokens, merges, settings)?,
+        costs.record(distinct_pieces),
+    ))
 }
 
 impl Language {
-    /// A language's indexes; its candidates too, unless the hybrid's
-    /// global merges come first (`candidates`: they are made when those
-    /// end, from the pairs then).
+    /// A language's indexes and the tokens its cost is measured on; its
+    /// candidates too, unless the hybrid's global merges come first
+    /// (`candidates`: they are made when those end, from the pairs then).
     fn new(
         counts: &PieceCounts,
         dev: Option<PieceCounts>,
         tokens: &[Vec<u8>],
         limits: (u64, usize),
         candidates: bool,
-    ) -> Result<Self> {
+    ) -> Result<(Self, u64)> {
         let pieces = counts.sorted();
         let index = PairIndex::new(&pieces, 1)?;
         let mut language_candidates = Candidates::new(limits.0, limits.1, Measure::Bytes);
@@ -252,18 +143,12 @@ impl Language {
             }
             None => (None, length(&pieces)),
         };
-        Ok(Language {
+        let language = Language {
             index,
             candidates: language_candidates,
             dev,
-            tokens: tokens_now,
-            weight: 1.0,
-            exhausted: false,
-        })
-    }
-
-    fn cost(&self) -> f64 {
-        self.tokens as f64 * self.weight
+        };
+        Ok((language, tokens_now))
     }
 
     /// The most frequent pair of this language that may still be merged
@@ -315,65 +200,54 @@ struct State {
     /// The bytes of every token so far, by id.
     tokens: Vec<Vec<u8>>,
     merges: Vec<(u32, u32)>,
-    chosen: Vec<Option<u32>>,
-    /// The languages chosen for the last merges (the moving window).
-    recent: VecDeque<u32>,
-    tokens_before: Vec<u64>,
-    names: Vec<String>,
+    costs: Costs,
 }
 
 impl State {
     fn learn(
         &mut self,
         target_tokens: usize,
-        parity: &ParitySettings,
+        global_merges: usize,
         progress: &Progress,
     ) -> Result<()> {
         let total_merges = target_tokens.saturating_sub(self.tokens.len()) as u64;
         progress.force(Stage::Merging, 0, total_merges)?;
         while self.tokens.len() < target_tokens {
-            let (pair, language) =
-                if self.merges.len() < parity.global_merges && self.global.is_some() {
-                    match self.global.as_mut().and_then(|g| g.best(&self.tokens)) {
-                        Some(pair) => (pair, None),
-                        None => {
-                            self.end_global();
-                            continue;
-                        }
+            let (pair, language) = if self.merges.len() < global_merges && self.global.is_some() {
+                match self.global.as_mut().and_then(|g| g.best(&self.tokens)) {
+                    Some(pair) => (pair, None),
+                    None => {
+                        self.end_global();
+                        continue;
                     }
-                } else {
-                    self.end_global();
-                    let Some(worst) = self.worst(parity.window) else {
-                        break; // every language is out of pairs
-                    };
-                    match self.languages[worst].best(&self.tokens) {
-                        Some(pair) => (pair, Some(worst as u32)),
-                        None => {
-                            self.languages[worst].exhausted = true;
-                            continue;
-                        }
-                    }
-                };
-            self.merge(pair);
-            self.chosen.push(language);
-            if let (Some((window, _)), Some(language)) = (parity.window, language) {
-                if self.recent.len() == window {
-                    self.recent.pop_front();
                 }
-                self.recent.push_back(language);
-            }
+            } else {
+                self.end_global();
+                let Some(worst) = self.costs.worst() else {
+                    break; // every language is out of pairs
+                };
+                match self.languages[worst].best(&self.tokens) {
+                    Some(pair) => (pair, Some(worst)),
+                    None => {
+                        self.costs.exhaust(worst);
+                        continue;
+                    }
+                }
+            };
+            self.merge(pair);
+            self.costs.choose(language);
             progress.update_noted(
                 Stage::Merging,
                 self.merges.len() as u64,
                 total_merges,
-                || self.note(),
+                || self.costs.note(),
             )?;
         }
         progress.force_noted(
             Stage::Merging,
             self.merges.len() as u64,
             total_merges,
-            || self.note(),
+            || self.costs.note(),
         )?;
         Ok(())
     }
@@ -392,52 +266,6 @@ impl State {
         });
     }
 
-    /// For progress: the language that costs the most now, and its cost
-    /// over the cheapest's (with ratios: against its target).
-    fn note(&self) -> Option<String> {
-        let costs = self.languages.iter().map(Language::cost);
-        let cheapest = costs.clone().fold(f64::INFINITY, f64::min);
-        let (worst, cost) = costs
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
-        let name = self
-            .names
-            .get(worst)
-            .cloned()
-            .unwrap_or_else(|| format!("language {worst}"));
-        Some(format!(
-            "costliest: {name}, {:.2}x the cheapest",
-            cost / cheapest
-        ))
-    }
-
-    /// The language that costs the most now (ties: the first), among those
-    /// with pairs left; with the moving window, the worst of those chosen at
-    /// most `share / n` of the last merges.
-    fn worst(&self, window: Option<(usize, f64)>) -> Option<usize> {
-        let mut order: Vec<usize> = (0..self.languages.len())
-            .filter(|&i| !self.languages[i].exhausted)
-            .collect();
-        order.sort_by(|&a, &b| {
-            self.languages[b]
-                .cost()
-                .total_cmp(&self.languages[a].cost())
-                .then(a.cmp(&b))
-        });
-        let Some((size, share)) = window else {
-            return order.first().copied();
-        };
-        let limit = share / self.languages.len() as f64;
-        order
-            .iter()
-            .copied()
-            .find(|&i| {
-                let times = self.recent.iter().filter(|&&l| l as usize == i).count();
-                times as f64 / size as f64 <= limit
-            })
-            .or(order.first().copied())
-    }
-
     /// Merges `pair` into a new token in every language, training and
     /// development text alike.
     fn merge(&mut self, pair: u64) {
@@ -449,15 +277,14 @@ impl State {
             languages,
             global,
             tokens,
+            costs,
             ..
         } = self;
-        for language in languages.iter_mut() {
+        for (language, cost_tokens) in languages.iter_mut().zip(costs.tokens.iter_mut()) {
             let Language {
                 index,
                 candidates,
                 dev,
-                tokens: cost_tokens,
-                ..
             } = language;
             let replaced = index.merge(left, right, new_id, |pair, count, delta| match global {
                 Some(global) => {
