@@ -3,7 +3,8 @@ size, on a skewed mix like real corpora, evaluated on held-out parallel
 text.
 
     python bench/fairness.py                    # BPE at 16,000 and 32,000 (~3 min)
-    python bench/fairness.py --quick            # 8,000 only, 100 MB of English not all of it
+    python bench/fairness.py --models wordpiece,unigram --repeat 1
+    python bench/fairness.py --quick            # 8,000 only, 20 MB of English not all of it
     python bench/fairness.py --sizes 16000 --html out/   # also the reports as HTML pages
 
 Training text: the English benchmark corpus (``en_100MB.txt``) plus FLORES-200
@@ -19,7 +20,8 @@ cost (tokens per line, each language weighed alike: sum_i sum_j |c_i - c_j|
 / (2 n^2 mean), as Foroutan et al. define it), the total tokens over all
 evaluated languages, the costliest language's premium over English, and the
 training time. Goals (issue 15): BPE's Gini down by at least 60%, total
-tokens up by at most 2%, training at most 1.5x classical.
+tokens up by at most 2%; WordPiece's and Unigram's Gini down by at least
+40%, total tokens up by at most 3%; training at most 1.5x classical.
 """
 
 from __future__ import annotations
@@ -63,12 +65,23 @@ def evaluate(tokenizer, lines: dict[str, list[str]]) -> dict[str, float]:
     return {code: sum(map(len, tokenizer.encode_batch_ids(lines[code][EVAL]))) / len(lines[code][EVAL]) for code in LANGUAGES}
 
 
+#: Each model: its counts, its tokenizer class, and whether it has the
+#: hybrid variant (global merges first).
+MODELS = {
+    "bpe": ("for_bpe", "BPETokenizer", True),
+    "wordpiece": ("for_wordpiece", "WordPieceTokenizer", True),
+    "unigram": ("for_unigram", "UnigramTokenizer", False),
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16000,32000", help="vocabulary sizes (default 16000,32000)")
     ap.add_argument("--quick", action="store_true", help="8,000 only, on 20 MB of English")
     ap.add_argument("--html", type=Path, default=None, help="write each size's report (classical vs parity-aware) here as HTML")
-    ap.add_argument("--min-frequency", type=int, default=2, help="min_frequency of every training run (default 2)")
+    ap.add_argument("--models", default="bpe", help=f"models to compare, of {','.join(MODELS)} (default bpe)")
+    ap.add_argument("--repeat", type=int, default=3, help="training runs per setting, the median timed (default 3)")
+    ap.add_argument("--min-frequency", type=int, default=2, help="min_frequency of BPE and WordPiece runs (default 2)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     polytok = _data.import_polytok()
@@ -76,58 +89,67 @@ def main() -> None:
     print(_data.machine_note())
     lines = flores()
     english = _data.en_text(20 if args.quick else None).splitlines()
-    t0 = time.perf_counter()
-    counts = polytok.LanguageCounts(polytok.Counts.for_bpe())
-    for code in LANGUAGES:
-        counts.add_texts(code, lines[code][TRAIN] + (english if code == "eng_Latn" else []))
-    print(f"counted {len(LANGUAGES)} languages, {counts.total().text_bytes / 1e6:.0f} MB "
-          f"({counts['eng_Latn'].text_bytes / counts.total().text_bytes:.1%} English) in {time.perf_counter() - t0:.1f} s")
+    models = args.models.split(",")
+    unknown = sorted(set(models) - set(MODELS))
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     dev = {code: lines[code][DEV] for code in LANGUAGES}
     sizes = [8000] if args.quick else [int(s) for s in args.sizes.split(",")]
-    rows = []
-    for size in sizes:
-        runs = {
-            "classical": {},
-            "parity-aware": {"parity": dev},
-            "hybrid (half global)": {"parity": dev, "parity_global_merges": (size - 256) // 2},
-        }
-        results = {}
-        for name, options in runs.items():
-            walls = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                tokenizer = polytok.BPETokenizer.train_from_counts(
-                    counts, vocab_size=size, min_frequency=args.min_frequency, **options
-                )
-                walls.append(time.perf_counter() - t0)
-            costs = evaluate(tokenizer, lines)
-            results[name] = (tokenizer, costs, _data.median(walls))
-        base_costs, base_wall = results["classical"][1], results["classical"][2]
-        base_gini, base_total = gini(base_costs.values()), sum(base_costs.values())
-        for name, (tokenizer, costs, wall) in results.items():
-            worst = max(costs, key=costs.get)
-            g, total = gini(costs.values()), sum(costs.values())
-            rows.append([
-                f"{size:,}", name, f"{g:.4f}", f"{(g - base_gini) / base_gini:+.0%}", f"{total * len(lines['eng_Latn'][EVAL]):,.0f}",
-                f"{(total - base_total) / base_total:+.1%}", f"{worst} {costs[worst] / costs['eng_Latn']:.2f}",
-                f"{wall:.2f}", f"{wall / base_wall:.2f}",
-            ])
-        if args.html:
-            args.html.mkdir(parents=True, exist_ok=True)
-            corpus_dir = _data.CACHE_DIR / "fairness-eval"
-            corpus_dir.mkdir(exist_ok=True)
-            for code in LANGUAGES:
-                (corpus_dir / f"{code}.txt").write_text("\n".join(lines[code][EVAL]) + "\n", encoding="utf-8")
-            report = polytok.report(corpus_dir, [(name, tok) for name, (tok, _, _) in results.items()], pivot="eng_Latn")
-            report.save(args.html / f"bpe-{size}-min{args.min_frequency}.html")
-    _data.print_table(
-        f"BPE, classical against parity-aware, min_frequency {args.min_frequency} "
-        "(FLORES-200 lines 801-1004; development set 601-800)",
-        ["vocab", "training", "Gini", "vs classical", "total tokens", "vs classical", "costliest (premium over eng)",
-         "train s (median of 3)", "time vs classical"],
-        rows, args.markdown,
-    )
+    for model in models:
+        make_counts, class_name, hybrid = MODELS[model]
+        t0 = time.perf_counter()
+        counts = polytok.LanguageCounts(getattr(polytok.Counts, make_counts)())
+        for code in LANGUAGES:
+            counts.add_texts(code, lines[code][TRAIN] + (english if code == "eng_Latn" else []))
+        print(f"{model}: counted {len(LANGUAGES)} languages, {counts.total().text_bytes / 1e6:.0f} MB "
+              f"({counts['eng_Latn'].text_bytes / counts.total().text_bytes:.1%} English) in {time.perf_counter() - t0:.1f} s")
+        trainer = getattr(polytok, class_name)
+        settings = {} if model == "unigram" else {"min_frequency": args.min_frequency}
+        rows = []
+        for size in sizes:
+            runs = {"classical": {}, "parity-aware": {"parity": dev}}
+            if hybrid:
+                runs["hybrid (half global)"] = {"parity": dev, "parity_global_merges": size // 2}
+            results = {}
+            for name, options in runs.items():
+                walls = []
+                for _ in range(args.repeat):
+                    t0 = time.perf_counter()
+                    tokenizer = trainer.train_from_counts(counts, vocab_size=size, **settings, **options)
+                    walls.append(time.perf_counter() - t0)
+                costs = evaluate(tokenizer, lines)
+                results[name] = (tokenizer, costs, _data.median(walls))
+            base_costs, base_wall = results["classical"][1], results["classical"][2]
+            base_gini, base_total = gini(base_costs.values()), sum(base_costs.values())
+            for name, (tokenizer, costs, wall) in results.items():
+                worst = max(costs, key=costs.get)
+                g, total = gini(costs.values()), sum(costs.values())
+                rows.append([
+                    f"{size:,}", name, f"{g:.4f}", f"{(g - base_gini) / base_gini:+.0%}",
+                    f"{total * len(lines['eng_Latn'][EVAL]):,.0f}", f"{(total - base_total) / base_total:+.1%}",
+                    f"{worst} {costs[worst] / costs['eng_Latn']:.2f}", f"{wall:.2f}", f"{wall / base_wall:.2f}",
+                ])
+            if args.html:
+                write_report(polytok, args.html / f"{model}-{size}.html", results, lines)
+        _data.print_table(
+            f"{model}, classical against parity-aware"
+            + (f", min_frequency {args.min_frequency}" if settings else "")
+            + " (FLORES-200 lines 801-1004; development set 601-800)",
+            ["vocab", "training", "Gini", "vs classical", "total tokens", "vs classical",
+             "costliest (premium over eng)", f"train s (median of {args.repeat})", "time vs classical"],
+            rows, args.markdown,
+        )
 
+
+def write_report(polytok, path: Path, results: dict, lines: dict[str, list[str]]) -> None:
+    """The report of every run of one model and size, side by side."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    corpus_dir = _data.CACHE_DIR / "fairness-eval"
+    corpus_dir.mkdir(exist_ok=True)
+    for code in LANGUAGES:
+        (corpus_dir / f"{code}.txt").write_text("\n".join(lines[code][EVAL]) + "\n", encoding="utf-8")
+    report = polytok.report(corpus_dir, [(name, tok) for name, (tok, _, _) in results.items()], pivot="eng_Latn")
+    report.save(path)
 
 if __name__ == "__main__":
     main()
