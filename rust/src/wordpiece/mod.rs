@@ -5,6 +5,7 @@
 
 mod encoder;
 pub mod files;
+pub mod parity;
 mod trainer;
 
 pub use trainer::{train, WordPieceTrainerSettings};
