@@ -1,6 +1,7 @@
-"""Fairness-aware training: language-balanced counts, and parity-aware BPE
-(Foroutan et al., 2025) against classical BPE on a skewed FLORES mix,
-evaluated on held-out parallel lines; the training record; bad input."""
+"""Fairness-aware training: language-balanced counts, and parity-aware
+training (Foroutan et al., 2025; for BPE and WordPiece) against classical
+training on a skewed FLORES mix, evaluated on held-out parallel lines; the
+training record; bad input."""
 
 from __future__ import annotations
 
@@ -55,6 +56,31 @@ def test_parity_aware_bpe_costs_languages_more_alike(skewed, flores):
     assert polytok.from_json(parity.to_json()).training["parity"] == record
 
 
+def test_parity_aware_wordpiece(flores):
+    counts = polytok.LanguageCounts(polytok.Counts.for_wordpiece())
+    for language in LANGUAGES:
+        counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
+    train = lambda **kw: polytok.WordPieceTokenizer.train_from_counts(counts, vocab_size=4000, **kw)  # noqa: E731
+    classical, parity = train(), train(parity=dev(flores))
+    before, after = held_out_costs(classical, flores), held_out_costs(parity, flores)
+    assert gini(after.values()) < 0.8 * gini(before.values()), (before, after)
+    record = parity.training["parity"]
+    assert record["target"] == "dev" and record["merges_by_all_languages"] == 0
+    assert parity.training["score"] == classical.training["score"]
+    assert train(parity=dev(flores)).to_json() == parity.to_json()
+    # Every merge by counts over all languages is classical training.
+    hybrid_all = train(parity=dev(flores), parity_global_merges=10**6)
+    assert hybrid_all.vocab_size == classical.vocab_size
+    assert hybrid_all.encode_batch_ids(flores["deu_Latn"][:50]) == classical.encode_batch_ids(flores["deu_Latn"][:50])
+    hybrid = train(parity=dev(flores), parity_global_merges=300, parity_window=(50, 2.0))
+    assert hybrid.training["parity"]["merges_by_all_languages"] == 300
+    assert hybrid.training["parity"]["window"] == [50, 2.0]
+    with pytest.raises(ValueError, match="counts made for wordpiece"):
+        polytok.WordPieceTokenizer.train_from_counts(polytok.LanguageCounts(polytok.Counts.for_bpe()), parity=dev(flores))
+    with pytest.raises(ValueError, match="variants of parity-aware training: give parity too"):
+        train(parity_global_merges=10)
+
+
 def test_progress_names_the_costliest_language(skewed, flores):
     from polytok import _core
 
@@ -62,7 +88,7 @@ def test_progress_names_the_costliest_language(skewed, flores):
     counters = [skewed[code]._core for code in LANGUAGES]
     dev_counters = [polytok.Counts.for_bpe().add_texts(lines)._core for lines in dev(flores).values()]
     _core.Bpe.train_parity(
-        counters, {"vocab_size": 600}, dev=dev_counters, names=list(LANGUAGES),
+        counters, {"vocab_size": 600}, {"dev": dev_counters, "names": list(LANGUAGES)},
         progress=lambda stage, done, total, note=None: notes.append((stage, done, total, note)),
     )
     assert notes[-1][:3] == ("merging", 344, 344)
@@ -159,6 +185,8 @@ def test_the_command_line_trains_by_language(flores, tmp_path):
     # Balanced WordPiece; counts per language trained from.
     assert run("train", "--model", "wordpiece", "--languages", tmp_path / "train", "--balance", "0", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
     assert polytok.load(out).training["balance"] == 0
+    assert run("train", "--model", "wordpiece", "--languages", tmp_path / "train", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
+    assert polytok.load(out).training["parity"]["target"] == "dev"
     assert run("count", "--by-language", tmp_path / "train", "-o", tmp_path / "counts", "-q").exit_code == 0
     assert run("train", "--from-counts", tmp_path / "counts", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out, "-q").exit_code == 0
     refused = {

@@ -13,7 +13,7 @@ a ``list``, ``&str`` only a ``str`` and ``&[u8]`` only ``bytes``.
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
+from typing import Any, ClassVar, Literal, SupportsIndex, TypedDict, final, overload
 
 import numpy as np
 
@@ -55,6 +55,23 @@ __all__ = [
 #: (parity-aware training: the costliest language); an exception it raises
 #: stops the work and is re-raised.
 _Progress = Callable[..., object]
+
+class _ParityArgs(TypedDict, total=False):
+    """Parity-aware training's arguments: a development set's counters, one per language (emptied), or target ratios; the variants; the languages' names (required)."""
+
+    dev: Sequence[PieceCounter] | None
+    ratios: Sequence[float] | None
+    global_merges: int
+    window: tuple[int, float] | None
+    names: Sequence[str]
+
+class _ParityDone(TypedDict):
+    """What parity-aware training did: the language each step was chosen for (None: by counts over all languages), each language's tokens before and after, the distinct pieces over all languages."""
+
+    chosen: list[int | None]
+    tokens_before: list[int]
+    tokens_after: list[int]
+    distinct_pieces: int
 #: Which special tokens to recognize in text: none, ``"all"``, or these.
 _AllowedSpecial = Literal["all"] | Iterable[str] | None
 #: A ``Pipeline`` batch's inputs: texts, or pairs of texts.
@@ -147,16 +164,9 @@ class Bpe:
         """Learns a model from a counter's pieces (which it empties), with the counter's pattern and special tokens; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
     @staticmethod
     def train_parity(
-        counters: Sequence[PieceCounter],
-        settings: dict[str, Any],
-        dev: Sequence[PieceCounter] | None = None,
-        ratios: Sequence[float] | None = None,
-        global_merges: int = 0,
-        window: tuple[int, float] | None = None,
-        names: Sequence[str] = ...,
-        progress: _Progress | None = None,
-    ) -> tuple[Bpe, list[int | None], list[int], list[int], int]:
-        """Learns a model parity-aware from one counter per language (read, not emptied), with a counter per language of a parallel development set (emptied) or a target compression ratio per language: the model, the language each merge was chosen for (None: by counts over all languages), each language's tokens before and after, the distinct pieces over all languages."""
+        counters: Sequence[PieceCounter], settings: dict[str, Any], parity: _ParityArgs, progress: _Progress | None = None
+    ) -> tuple[Bpe, _ParityDone]:
+        """Learns a model parity-aware from one counter per language (read, not emptied), with their pattern and special tokens."""
     @staticmethod
     def from_json(json: str, source: str) -> tuple[Bpe, str | None, str | None]:
         """The model of polytok JSON, with its training record and pipeline as JSON text (or ``None``)."""
@@ -200,6 +210,11 @@ class WordPiece:
         counter: PieceCounter, settings: dict[str, Any], progress: _Progress | None = None
     ) -> WordPiece:
         """Learns a model from a BERT counter's words (which it empties), with the counter's normalization and special tokens; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
+    @staticmethod
+    def train_parity(
+        counters: Sequence[PieceCounter], settings: dict[str, Any], parity: _ParityArgs, progress: _Progress | None = None
+    ) -> tuple[WordPiece, _ParityDone]:
+        """Learns a model parity-aware from one BERT counter per language (read, not emptied), with their normalization and special tokens."""
     @staticmethod
     def from_vocab_txt(
         text: str,

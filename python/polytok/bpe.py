@@ -9,7 +9,7 @@ from typing import Literal
 from polytok import _core
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok.counts import Counts, LanguageCounts, trainer_counter
-from polytok.parity import ParityTarget, Target, languages_record, parity_record, train_by_language
+from polytok.parity import ParityTarget, train_languages
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
@@ -154,48 +154,12 @@ class BPETokenizer(Preset):
                 return cls._train_counted(
                     counter, vocab_size, settings["pattern"], min_frequency, settings["special_tokens"], max_token_bytes, callback
                 )
-        if counts.model != "bpe":
-            raise ValueError(f"{cls.__name__} trains from counts made for bpe (Counts.for_bpe), not for {counts.model}")
-        if parity is None:
-            return train_by_language(
-                cls, counts, balance, vocab_size=vocab_size, min_frequency=min_frequency,
-                max_token_bytes=max_token_bytes, progress=progress,
-            )
-        settings = counts.settings
-        languages = list(counts)
-        if len(languages) < 2:
-            raise ValueError(f"parity-aware training weighs languages against each other: it needs two or more, not {len(languages)}")
-        for code in languages:
-            if not len(counts[code]):
-                raise ValueError(f"language {code!r} has no text to learn from")
-        target = Target(parity, languages, counts[languages[0]])
-        if parity_window is not None:
-            window, share = parity_window
-            whole_numbers(parity_window=window)
-            if not share > 0:
-                raise ValueError(f"the share of parity_window must be positive, not {share!r}")
-        # Balance weighs the counts: the hybrid's merges by counts over all
-        # languages see it. The counters are read, not emptied.
-        weighed = counts if balance is None else counts.weighed(balance)
-        counters = [weighed[code]._core for code in languages]
-        train_settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
-        with progress_callback(wanted(progress)) as callback:
-            core, chosen, before, after, distinct = _core.Bpe.train_parity(
-                counters, train_settings,
-                dev=[c._core for c in target.dev] if target.dev is not None else None,
-                ratios=target.ratios, global_merges=parity_global_merges,
-                window=tuple(parity_window) if parity_window is not None else None, names=languages, progress=callback,
-            )
-        training = {
-            **train_settings,
-            "special_tokens": list(settings["special_tokens"]),
-            "pattern": settings["pattern"],
-            "tie_rule": "highest count, then smallest (left id, right id)",
-            "corpus": {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": distinct},
-            **languages_record(counts, balance),
-            "parity": parity_record(target, languages, chosen, before, after, parity_global_merges, parity_window),
-        }
-        return cls(core, training)
+        settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
+        record = cls._record(settings, counts.settings["pattern"], counts.settings["special_tokens"])
+        return train_languages(
+            cls, "bpe", counts, settings, record, balance=balance, parity=parity,
+            global_merges=parity_global_merges, window=parity_window, progress=progress,
+        )
 
     @classmethod
     def _train_counted(
@@ -211,14 +175,17 @@ class BPETokenizer(Preset):
         corpus = corpus_record(counter)
         settings = {"vocab_size": vocab_size, "min_frequency": min_frequency, "max_token_bytes": max_token_bytes}
         core = _core.Bpe.train(counter, settings, callback)
-        training = {
+        return cls(core, {**cls._record(settings, pattern, special_tokens), "corpus": corpus})
+
+    @staticmethod
+    def _record(settings: dict, pattern: str, special_tokens: Sequence[str]) -> dict:
+        """The training record, but for the corpus."""
+        return {
             **settings,
             "special_tokens": list(special_tokens),
             "pattern": pattern,
             "tie_rule": "highest count, then smallest (left id, right id)",
-            "corpus": corpus,
         }
-        return cls(core, training)
 
     # -------------------------------------------------------------------- files
 

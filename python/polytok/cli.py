@@ -67,6 +67,9 @@ def main() -> None:
 
 
 #: Training options that only some models take (by parameter name).
+#: The models with parity-aware training.
+PARITY_MODELS = ("bpe", "wordpiece")
+
 MODEL_OPTIONS = {
     "pattern": ("bpe",),
     "max_token_bytes": ("bpe",),
@@ -99,7 +102,7 @@ MODEL_OPTIONS = {
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("--languages", "languages_dir", type=click.Path(exists=True, file_okay=False), default=None, help="Train on a corpus labelled by language (instead of FILES): a directory with a file (CODE.txt) or folder (CODE/) per language. Needed by --balance and --parity (or --from-counts with a directory of counts per language).")
 @click.option("--balance", type=click.FloatRange(0, 1), default=None, help="Weigh each language to a share of the text proportional to its size ** ALPHA (1: as is, 0: every language alike).")
-@click.option("--parity", default=None, help="BPE: parity-aware training, each merge for the language that costs the most tokens now, measured on dev=DIR (a parallel development set: CODE.txt per language, the same lines in each) or against ratios=CODE:R,CODE:R,... (target compression of each language's training text).")
+@click.option("--parity", default=None, help="BPE and WordPiece: parity-aware training, each merge for the language that costs the most tokens now, measured on dev=DIR (a parallel development set: CODE.txt per language, the same lines in each) or against ratios=CODE:R,CODE:R,... (target compression of each language's training text).")
 @click.option("--parity-global-merges", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True, help="With --parity: the first M merges by counts over all languages (the hybrid).")
 @click.option("--parity-window", type=click.IntRange(1, 2**31 - 1), default=None, help="With --parity: the moving window; a language chosen more than --parity-window-share / n_languages of the last N merges is passed over.")
 @click.option("--parity-window-share", type=click.FloatRange(0, min_open=True), default=2.0, show_default=True, help="With --parity-window: the share (over the number of languages) a language may take of the window.")
@@ -123,8 +126,8 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
                 raise click.UsageError(f"--{name.replace('_', '-')} weighs languages: train with --languages DIR (or --from-counts DIR)")
         if (parity_global_merges or parity_window) and not parity:
             raise click.UsageError("--parity-global-merges and --parity-window are variants of --parity")
-        if parity and model != "bpe":
-            raise click.UsageError(f"--parity: parity-aware training is implemented for bpe, not yet for {model}")
+        if parity and model not in PARITY_MODELS:
+            raise click.UsageError(f"--parity: parity-aware training is implemented for {' and '.join(PARITY_MODELS)}, not yet for {model}")
         _check_writable(output)
         start = time.perf_counter()
         progress = False if quiet else None
@@ -163,7 +166,7 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
                 counts = LanguageCounts(template).add_directory(languages_dir, errors=errors, progress=progress)
             else:
                 counts = LanguageCounts.load(from_counts)
-            if model == "bpe":
+            if model in PARITY_MODELS:
                 window = (parity_window, parity_window_share) if parity_window else None
                 tokenizer = trainer.train_from_counts(
                     counts, **settings, balance=balance, parity=_parity_target(parity) if parity else None,

@@ -6,7 +6,7 @@ says of it.
 Parity-aware training (Foroutan et al., 2025) gives each merge to the
 language that is worst off now, the one whose development text costs the
 most tokens, rather than to the most frequent pair over all the text; see
-``rust/src/bpe/parity.rs``.
+``rust/src/parity.rs`` and each model's ``parity.rs``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from polytok import _core
 from polytok.counts import Counts, LanguageCounts, language_code
+from polytok._args import whole_numbers
 from polytok._files import PathLike, read_text
+from polytok._progress import progress_callback, wanted
+
+#: Each model's parity-aware trainer.
+_PARITY_TRAINERS = {"bpe": _core.Bpe.train_parity, "wordpiece": _core.WordPiece.train_parity}
 
 #: A parity target: a directory of ``CODE.txt`` development files, lines by
 #: language, or a target compression ratio by language.
@@ -98,6 +104,62 @@ def _lines(language: str, value: object) -> list[str]:
     return list(value)
 
 
+def train_languages(
+    trainer: type,
+    model: str,
+    counts: LanguageCounts,
+    settings: dict,
+    record: dict,
+    *,
+    balance: float | None,
+    parity: ParityTarget | None,
+    global_merges: int = 0,
+    window: tuple[int, float] | None = None,
+    progress: bool | None = None,
+):
+    """A tokenizer of ``trainer`` (a tokenizer class of ``model``) trained
+    on the languages of ``counts``: balanced (``balance``) and, with
+    ``parity``, parity-aware. ``settings``: the trainer's settings by their
+    Python names; ``record``: what the model's training record holds
+    besides the corpus and the languages."""
+    if counts.model != model:
+        raise ValueError(f"{trainer.__name__} trains from counts made for {model} (Counts.for_{model}), not for {counts.model}")
+    whole_numbers(minimum=0, parity_global_merges=global_merges)
+    if parity is None:
+        if global_merges or window is not None:
+            raise ValueError("parity_global_merges and parity_window are variants of parity-aware training: give parity too")
+        return train_by_language(trainer, counts, balance, **settings, progress=progress)
+    languages = list(counts)
+    if len(languages) < 2:
+        raise ValueError(f"parity-aware training weighs languages against each other: it needs two or more, not {len(languages)}")
+    for code in languages:
+        if not len(counts[code]):
+            raise ValueError(f"language {code!r} has no text to learn from")
+    target = Target(parity, languages, counts[languages[0]])
+    if window is not None:
+        size, share = window
+        whole_numbers(parity_window=size)
+        if not share > 0:
+            raise ValueError(f"the share of parity_window must be positive, not {share!r}")
+        window = (size, float(share))
+    # Balance weighs the counts: the hybrid's merges by counts over all
+    # languages see it. The counters are read, not emptied.
+    weighed = counts if balance is None else counts.weighed(balance)
+    arguments = {
+        "dev": [c._core for c in target.dev] if target.dev is not None else None,
+        "ratios": target.ratios, "global_merges": global_merges, "window": window, "names": languages,
+    }
+    with progress_callback(wanted(progress)) as callback:
+        core, done = _PARITY_TRAINERS[model]([weighed[code]._core for code in languages], settings, arguments, callback)
+    training = {
+        **record,
+        "corpus": {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": done["distinct_pieces"]},
+        **languages_record(counts, balance),
+        "parity": parity_record(target, languages, done, global_merges, window),
+    }
+    return trainer(core, training)
+
+
 def train_by_language(trainer: type, counts: LanguageCounts, balance: float | None, **settings):
     """A tokenizer of ``trainer`` (a class with ``train_from_counts``)
     trained on the languages of ``counts``, balanced with ``balance``, with
@@ -119,19 +181,17 @@ def languages_record(counts: LanguageCounts, balance: float | None) -> dict:
 def parity_record(
     target: Target,
     languages: Sequence[str],
-    chosen: Sequence[int | None],
-    before: Sequence[int],
-    after: Sequence[int],
+    done: dict,
     global_merges: int,
     window: tuple[int, float] | None,
 ) -> dict:
     """What the training record says of parity-aware training: the target,
-    the variants, how many merges each language chose, and each language's
-    tokens (of its development text, or its training text with ratios)
-    before and after."""
+    the variants, how many steps each language was chosen for and each
+    language's tokens (of its development text, or its training text with
+    ratios) before and after; ``done``: what the core trainer returned."""
     chosen_by = {language: 0 for language in languages}
     by_all = 0
-    for index in chosen:
+    for index in done["chosen"]:
         if index is None:
             by_all += 1
         else:
@@ -142,6 +202,6 @@ def parity_record(
         "window": list(window) if window else None,
         "merges_by_all_languages": by_all,
         "merges_by_language": chosen_by,
-        "tokens_before": dict(zip(languages, before)),
-        "tokens_after": dict(zip(languages, after)),
+        "tokens_before": dict(zip(languages, done["tokens_before"])),
+        "tokens_after": dict(zip(languages, done["tokens_after"])),
     }

@@ -11,7 +11,8 @@ from polytok._counting import corpus_record, count_files, count_texts
 from polytok._args import id_error, text_list, whole_numbers
 from polytok._files import PathLike, atomic_write, read_text
 from polytok._progress import progress_callback, wanted
-from polytok.counts import Counts, trainer_counter
+from polytok.counts import Counts, LanguageCounts, trainer_counter
+from polytok.parity import ParityTarget, train_languages
 from polytok.tokenizer import Preset
 
 #: BERT's special tokens, the default of every constructor here.
@@ -123,7 +124,7 @@ class WordPieceTokenizer(Preset):
     @classmethod
     def train_from_counts(
         cls,
-        counts: Counts,
+        counts: Counts | LanguageCounts,
         *,
         vocab_size: int = 30_000,
         min_frequency: int = 2,
@@ -131,15 +132,44 @@ class WordPieceTokenizer(Preset):
         unk_token: str = "[UNK]",
         continuing_subword_prefix: str = "##",
         max_input_chars_per_word: int = 100,
+        balance: float | None = None,
+        parity: ParityTarget | None = None,
+        parity_global_merges: int = 0,
+        parity_window: tuple[int, float] | None = None,
         progress: bool | None = None,
     ) -> WordPieceTokenizer:
         """Learn a WordPiece vocabulary from :class:`polytok.Counts` made for
         WordPiece (:meth:`polytok.Counts.for_wordpiece`): byte for byte what
         :meth:`train` learns from the corpus they count. Normalization and
         special tokens are the counts'; ``counts`` are left as they are.
-        Other arguments as in :meth:`train`."""
+        Other arguments as in :meth:`train`.
+
+        From :class:`polytok.LanguageCounts`, ``balance`` and ``parity``
+        (with ``parity_global_merges`` and ``parity_window``) weigh the
+        languages as in :meth:`polytok.BPETokenizer.train_from_counts`;
+        parity-aware, each merge is the pair with the highest score
+        ``count(ab) / (count(a) * count(b))`` in the words of the language
+        that costs the most tokens now. The alphabet is that of all
+        languages together. A language's cost is counted as training sees
+        it (its words' symbols after the merges so far; a word outside the
+        alphabet is one ``[UNK]``)."""
         whole_numbers(vocab_size=vocab_size, limit_alphabet=limit_alphabet, max_input_chars_per_word=max_input_chars_per_word)
         whole_numbers(minimum=0, min_frequency=min_frequency)
+        settings = {
+            "vocab_size": vocab_size,
+            "min_frequency": min_frequency,
+            "limit_alphabet": limit_alphabet,
+            "unk_token": unk_token,
+            "continuing_subword_prefix": continuing_subword_prefix,
+            "max_input_chars_per_word": max_input_chars_per_word,
+        }
+        if isinstance(counts, LanguageCounts):
+            return train_languages(
+                cls, "wordpiece", counts, settings, cls._record(settings), balance=balance, parity=parity,
+                global_merges=parity_global_merges, window=parity_window, progress=progress,
+            )
+        if balance is not None or parity is not None:
+            raise ValueError("balance and parity weigh languages: train from polytok.LanguageCounts")
         counter = trainer_counter(counts, "wordpiece", cls)
         with progress_callback(wanted(progress)) as callback:
             return cls._train_counted(
@@ -168,13 +198,16 @@ class WordPieceTokenizer(Preset):
             "max_input_chars_per_word": max_chars,
         }
         core = _core.WordPiece.train(counter, settings, callback)
-        training = {
+        return cls(core, {**cls._record(settings), "corpus": corpus})
+
+    @staticmethod
+    def _record(settings: dict) -> dict:
+        """The training record, but for the corpus."""
+        return {
             **{name: settings[name] for name in ("vocab_size", "min_frequency", "limit_alphabet")},
             "score": "count(ab) / (count(a) * count(b))",
             "tie_rule": "highest score, then highest pair count, then smallest (left id, right id)",
-            "corpus": corpus,
         }
-        return cls(core, training)
 
     # -------------------------------------------------------------------- files
 

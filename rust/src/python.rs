@@ -861,6 +861,131 @@ fn bpe_trainer_settings(
     Ok(settings)
 }
 
+/// What parity-aware training takes besides the languages' counters and
+/// the model's settings, as a dict from Python: a counter per language of a
+/// parallel development set (`dev`, emptied) or target ratios (`ratios`),
+/// the variants (`global_merges`, `window`) and the languages' `names`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct ParityArgs<'py> {
+    #[pyo3(default)]
+    dev: Option<Vec<PyRef<'py, PieceCounter>>>,
+    #[pyo3(default)]
+    ratios: Option<Vec<f64>>,
+    #[pyo3(default)]
+    global_merges: usize,
+    #[pyo3(default)]
+    window: Option<(usize, f64)>,
+    names: Vec<String>,
+}
+
+/// A model's parity-aware training (`train`) from Python: the languages'
+/// counters, checked to be made alike, each locked once (however many
+/// languages share it) and read while it trains, not emptied. Returns the
+/// model and the record as a dict: the language each step was chosen for
+/// (`chosen`; None: by counts over all languages), each language's
+/// `tokens_before` and `tokens_after`, and the `distinct_pieces` over all
+/// languages.
+fn train_parity<'py, M: Send>(
+    py: Python<'py>,
+    counters: &[PyRef<'_, PieceCounter>],
+    args: ParityArgs<'_>,
+    progress: Option<Py<PyAny>>,
+    train: impl FnOnce(
+            &[&PieceCounts],
+            parity::Target,
+            &parity::ParitySettings,
+            &Progress,
+        ) -> Result<(M, parity::ParityRecord), Error>
+        + Send,
+) -> PyResult<(M, Bound<'py, PyDict>)> {
+    let first = counters
+        .first()
+        .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
+    if let Some(difference) = counters
+        .iter()
+        .chain(args.dev.iter().flatten())
+        .find_map(|c| first.counter.difference(&c.counter))
+    {
+        return Err(PyValueError::new_err(difference));
+    }
+    let target = match (args.dev, args.ratios) {
+        (Some(dev), None) => {
+            parity::Target::Dev(dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect())
+        }
+        (None, Some(ratios)) => parity::Target::Ratios(ratios),
+        _ => {
+            return Err(PyValueError::new_err(
+                "give a development set or target ratios (one of them)",
+            ))
+        }
+    };
+    let settings = parity::ParitySettings {
+        global_merges: args.global_merges,
+        window: args.window,
+        names: args.names,
+    };
+    let mut unique: Vec<&PieceCounter> = Vec::new();
+    let slots: Vec<usize> = counters
+        .iter()
+        .map(|c| {
+            let c: &PieceCounter = c;
+            unique
+                .iter()
+                .position(|u| std::ptr::eq(*u, c))
+                .unwrap_or_else(|| {
+                    unique.push(c);
+                    unique.len() - 1
+                })
+        })
+        .collect();
+    let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
+    let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
+    let (model, record) = with_progress(py, progress, |p| train(&languages, target, &settings, p))?;
+    drop(guards);
+    let dict = PyDict::new(py);
+    dict.set_item("chosen", record.chosen)?;
+    dict.set_item("tokens_before", record.tokens_before)?;
+    dict.set_item("tokens_after", record.tokens_after)?;
+    dict.set_item("distinct_pieces", record.distinct_pieces)?;
+    Ok((model, dict))
+}
+
+/// A WordPiece trainer's settings from their Python names, with a BERT
+/// counter's normalization and special tokens.
+fn wordpiece_trainer_settings(
+    settings: &Bound<'_, PyDict>,
+    counter: &PieceCounter,
+) -> PyResult<WordPieceTrainerSettings> {
+    let normalizer = counter
+        .counter
+        .bert_normalizer()
+        .ok_or_else(|| PyValueError::new_err("WordPiece trains on a counter of BERT words"))?;
+    let bert = WordPieceSettings::default();
+    let mut s = Settings::new(settings);
+    let settings = WordPieceTrainerSettings {
+        vocab_size: s.or("vocab_size", 30_000)?,
+        min_frequency: s.or("min_frequency", 2)?,
+        limit_alphabet: s.or("limit_alphabet", None)?,
+        model: WordPieceSettings {
+            unk_token: s.or("unk_token", bert.unk_token)?,
+            continuing_subword_prefix: s
+                .or("continuing_subword_prefix", bert.continuing_subword_prefix)?,
+            max_input_chars_per_word: s
+                .or("max_input_chars_per_word", bert.max_input_chars_per_word)?,
+            normalizer,
+            special_tokens: counter.counter.special_tokens().to_vec(),
+        },
+    };
+    s.finish()?;
+    if settings.model.continuing_subword_prefix.is_empty() {
+        return Err(PyValueError::new_err(
+            "the continuing subword prefix must not be empty",
+        ));
+    }
+    Ok(settings)
+}
+
 /// A byte-level BPE model (the Rust side of `polytok.BPETokenizer`).
 #[pyclass(module = "polytok._core", frozen)]
 struct Bpe {
@@ -900,82 +1025,30 @@ impl Bpe {
     }
 
     /// Learns a model parity-aware (`bpe/parity.rs`) from one counter per
-    /// language (read, not emptied: they stay locked while it trains), their
-    /// pattern and special tokens, with a counter per language of a
-    /// parallel development set (`dev`, emptied) or a target compression
-    /// ratio per language (`ratios`). Returns the model, the language each
-    /// merge was chosen for (None: by counts over all languages), each
-    /// language's tokens before and after, and the distinct pieces over all
-    /// languages.
+    /// language, with their pattern and special tokens; `parity` and what
+    /// it returns: see `train_parity`.
     #[staticmethod]
-    #[pyo3(signature = (counters, settings, dev = None, ratios = None, global_merges = 0, window = None, names = Vec::new(), progress = None))]
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn train_parity(
-        py: Python<'_>,
+    #[pyo3(signature = (counters, settings, parity, progress = None))]
+    fn train_parity<'py>(
+        py: Python<'py>,
         counters: Vec<PyRef<'_, PieceCounter>>,
         settings: &Bound<'_, PyDict>,
-        dev: Option<Vec<PyRef<'_, PieceCounter>>>,
-        ratios: Option<Vec<f64>>,
-        global_merges: usize,
-        window: Option<(usize, f64)>,
-        names: Vec<String>,
+        parity: ParityArgs<'_>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>, usize)> {
-        let first = counters
-            .first()
-            .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
-        if let Some(difference) = counters
-            .iter()
-            .chain(dev.iter().flatten())
-            .find_map(|c| first.counter.difference(&c.counter))
-        {
-            return Err(PyValueError::new_err(difference));
-        }
-        let settings = bpe_trainer_settings(settings, first)?;
-        let target = match (dev, ratios) {
-            (Some(dev), None) => {
-                parity::Target::Dev(dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect())
-            }
-            (None, Some(ratios)) => parity::Target::Ratios(ratios),
-            _ => {
+    ) -> PyResult<(Self, Bound<'py, PyDict>)> {
+        let settings = match counters.first() {
+            Some(first) => bpe_trainer_settings(settings, first)?,
+            None => {
                 return Err(PyValueError::new_err(
-                    "give a development set or target ratios (one of them)",
+                    "parity-aware training needs languages",
                 ))
             }
         };
-        // Each counter locked once, however many languages share it.
-        let mut unique: Vec<&PieceCounter> = Vec::new();
-        let slots: Vec<usize> = counters
-            .iter()
-            .map(|c| {
-                let c: &PieceCounter = c;
-                unique
-                    .iter()
-                    .position(|u| std::ptr::eq(*u, c))
-                    .unwrap_or_else(|| {
-                        unique.push(c);
-                        unique.len() - 1
-                    })
-            })
-            .collect();
-        let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
-        let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
-        let parity = parity::ParitySettings {
-            global_merges,
-            window,
-            names,
-        };
-        let (model, record) = with_progress(py, progress, |p| {
-            bpe::parity::train(&languages, target, &settings, &parity, p)
-        })?;
-        drop(guards);
-        Ok((
-            Bpe::new(py, model)?,
-            record.chosen,
-            record.tokens_before,
-            record.tokens_after,
-            record.distinct_pieces,
-        ))
+        let (model, record) =
+            train_parity(py, &counters, parity, progress, |l, t, p, progress| {
+                bpe::parity::train(l, t, &settings, p, progress)
+            })?;
+        Ok((Bpe::new(py, model)?, record))
     }
 
     #[staticmethod]
@@ -1099,35 +1172,37 @@ impl WordPiece {
         settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let normalizer = counter
-            .counter
-            .bert_normalizer()
-            .ok_or_else(|| PyValueError::new_err("WordPiece trains on a counter of BERT words"))?;
-        let bert = WordPieceSettings::default();
-        let mut s = Settings::new(settings);
-        let settings = WordPieceTrainerSettings {
-            vocab_size: s.or("vocab_size", 30_000)?,
-            min_frequency: s.or("min_frequency", 2)?,
-            limit_alphabet: s.or("limit_alphabet", None)?,
-            model: WordPieceSettings {
-                unk_token: s.or("unk_token", bert.unk_token)?,
-                continuing_subword_prefix: s
-                    .or("continuing_subword_prefix", bert.continuing_subword_prefix)?,
-                max_input_chars_per_word: s
-                    .or("max_input_chars_per_word", bert.max_input_chars_per_word)?,
-                normalizer,
-                special_tokens: counter.counter.special_tokens().to_vec(),
-            },
-        };
-        s.finish()?;
-        if settings.model.continuing_subword_prefix.is_empty() {
-            return Err(PyValueError::new_err(
-                "the continuing subword prefix must not be empty",
-            ));
-        }
+        let settings = wordpiece_trainer_settings(settings, counter)?;
         let counts = std::mem::take(&mut *counter.lock());
         let model = with_progress(py, progress, |p| wordpiece::train(counts, &settings, p))?;
         WordPiece::new(py, model)
+    }
+
+    /// Learns a model parity-aware (`wordpiece/parity.rs`) from one BERT
+    /// counter per language, with their normalization and special tokens;
+    /// `parity` and what it returns: see `train_parity`.
+    #[staticmethod]
+    #[pyo3(signature = (counters, settings, parity, progress = None))]
+    fn train_parity<'py>(
+        py: Python<'py>,
+        counters: Vec<PyRef<'_, PieceCounter>>,
+        settings: &Bound<'_, PyDict>,
+        parity: ParityArgs<'_>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Self, Bound<'py, PyDict>)> {
+        let settings = match counters.first() {
+            Some(first) => wordpiece_trainer_settings(settings, first)?,
+            None => {
+                return Err(PyValueError::new_err(
+                    "parity-aware training needs languages",
+                ))
+            }
+        };
+        let (model, record) =
+            train_parity(py, &counters, parity, progress, |l, t, p, progress| {
+                wordpiece::parity::train(l, t, &settings, p, progress)
+            })?;
+        Ok((WordPiece::new(py, model)?, record))
     }
 
     /// A model from a `vocab.txt`'s text and the settings.

@@ -63,8 +63,8 @@ pub fn train(
 ) -> Result<(WordPieceModel, ParityRecord)> {
     check(languages, &target, parity)?;
     let distinct_pieces = distinct_pieces(languages);
-    let words: Vec<Vec<(String, u64)>> = languages.iter().map(|c| sorted_words(c)).collect();
-    let mut symbols = Symbols::new(&summed(&words), &specials(&settings.model), settings);
+    let words: Vec<Vec<(&str, u64)>> = languages.iter().map(|c| sorted_words(c)).collect();
+    let mut symbols = Symbols::new(words.iter().flatten(), &specials(&settings.model), settings);
     check_size(&symbols, settings)?;
     let (dev, ratios) = match target {
         Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
@@ -148,20 +148,6 @@ pub fn train(
     Ok((model, costs.record(distinct_pieces)))
 }
 
-/// Every language's words, summed (sorted).
-fn summed(languages: &[Vec<(String, u64)>]) -> Vec<(String, u64)> {
-    let mut all: Vec<(String, u64)> = languages.iter().flatten().cloned().collect();
-    all.sort_unstable();
-    let mut summed: Vec<(String, u64)> = Vec::with_capacity(all.len());
-    for (word, count) in all {
-        match summed.last_mut() {
-            Some((last, total)) if *last == word => *total += count,
-            _ => summed.push((word, count)),
-        }
-    }
-    summed
-}
-
 /// Symbols of `words`, weighted.
 fn length(words: &[(Vec<u32>, u64)]) -> u64 {
     words.iter().map(|(w, c)| w.len() as u64 * c).sum()
@@ -224,6 +210,14 @@ impl State {
         let mut global_made = Vec::new();
         let mut global_occurrences = 0;
         for (language, cost) in self.languages.iter_mut().zip(cost_tokens.iter_mut()) {
+            if let Some(dev) = &mut language.dev {
+                if dev.count(pair) > 0 {
+                    *cost -= dev.merge(left, right, new_id, |_, _, _| {});
+                }
+            }
+            if language.index.count(pair) == 0 {
+                continue; // Nothing to merge (every pair is kept: floor 1).
+            }
             let occurrences = match &mut self.global {
                 Some(global) => {
                     let (_, occurrences) =
@@ -245,10 +239,9 @@ impl State {
                     occurrences
                 }
             };
-            *cost -= match &mut language.dev {
-                Some(dev) => dev.merge(left, right, new_id, |_, _, _| {}),
-                None => occurrences,
-            };
+            if language.dev.is_none() {
+                *cost -= occurrences;
+            }
         }
         if let Some(global) = &mut self.global {
             global.pairs.remove(&pair);

@@ -90,17 +90,17 @@ pub(super) struct Symbols {
 }
 
 impl Symbols {
-    /// The special tokens, then the alphabet of `words` (sorted, with
-    /// counts over all the text): word-initial characters, then
+    /// The special tokens, then the alphabet of `words` (with counts; a
+    /// word may come more than once, its counts are added): word-initial characters, then
     /// continuation ones, each in code point order. With `limit_alphabet`,
     /// characters past the limit are left out, and so are the words that
     /// hold them.
-    pub(super) fn new(
-        words: &[(String, u64)],
+    pub(super) fn new<'w>(
+        words: impl Iterator<Item = &'w (&'w str, u64)> + Clone,
         specials: &[String],
         settings: &WordPieceTrainerSettings,
     ) -> Self {
-        let alphabet = alphabet(words, settings.limit_alphabet);
+        let alphabet = alphabet(words.clone(), settings.limit_alphabet);
         let mut symbols = Symbols {
             texts: Vec::new(),
             ids: FxHashMap::default(),
@@ -170,13 +170,13 @@ impl Symbols {
 
     /// Words as symbols, with their counts (words outside the alphabet
     /// left out).
-    pub(super) fn words(&self, words: &[(String, u64)]) -> Vec<(Vec<u32>, u64)> {
+    pub(super) fn words(&self, words: &[(&str, u64)]) -> Vec<(Vec<u32>, u64)> {
         self.counted_words(words).0
     }
 
     /// Words as symbols, with their counts, and how many words (weighted)
     /// were left out (outside the alphabet: `[UNK]` to the model).
-    pub(super) fn counted_words(&self, words: &[(String, u64)]) -> (Vec<(Vec<u32>, u64)>, u64) {
+    pub(super) fn counted_words(&self, words: &[(&str, u64)]) -> (Vec<(Vec<u32>, u64)>, u64) {
         let mut unknown = 0;
         let sequences = words
             .iter()
@@ -197,17 +197,15 @@ impl Symbols {
 }
 
 /// Words sorted, so that everything after is independent of hash order.
-pub(super) fn sorted_words(counts: &PieceCounts) -> Vec<(String, u64)> {
-    let mut words: Vec<(String, u64)> = counts
+pub(super) fn sorted_words(counts: &PieceCounts) -> Vec<(&str, u64)> {
+    counts
         .sorted()
         .into_iter()
         .map(|(bytes, count)| {
             let word = std::str::from_utf8(bytes).expect("words are normalized text");
-            (word.to_owned(), count)
+            (word, count)
         })
-        .collect();
-    words.sort_unstable();
-    words
+        .collect()
 }
 
 /// The special tokens, the unknown token first if it is not one of them.
@@ -422,10 +420,11 @@ pub fn train(
         ));
     }
     let words = sorted_words(&counts);
-    drop(counts);
-    let mut symbols = Symbols::new(&words, &specials(&settings.model), settings);
+    let mut symbols = Symbols::new(words.iter(), &specials(&settings.model), settings);
     check_size(&symbols, settings)?;
     let sequences = symbols.words(&words);
+    drop(words);
+    drop(counts);
     let mut index = PairIndex::new(&sequences, 1)?;
     let mut scores = Scores::new(
         Scores::symbol_counts(&sequences, symbols.len()),
@@ -472,7 +471,10 @@ pub(super) fn merge(
 
 /// The characters kept, with their weighted counts: all of them, or the
 /// `limit` most frequent (ties: smaller code point first).
-fn alphabet(words: &[(String, u64)], limit: Option<usize>) -> FxHashMap<char, u64> {
+fn alphabet<'w>(
+    words: impl Iterator<Item = &'w (&'w str, u64)>,
+    limit: Option<usize>,
+) -> FxHashMap<char, u64> {
     let mut counts: FxHashMap<char, u64> = FxHashMap::default();
     for (word, count) in words {
         for c in word.chars() {
