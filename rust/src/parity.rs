@@ -26,6 +26,17 @@ pub enum Target {
     Ratios(Vec<f64>),
 }
 
+impl Target {
+    /// Each language's development pieces (`None` with ratios) and the
+    /// ratios (`None` with a development set), for `n` languages.
+    pub fn into_parts(self, n: usize) -> (Vec<Option<PieceCounts>>, Option<Vec<f64>>) {
+        match self {
+            Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
+            Target::Ratios(ratios) => (vec![None; n], Some(ratios)),
+        }
+    }
+}
+
 /// The variants of parity-aware training.
 #[derive(Clone, Debug, Default)]
 pub struct ParitySettings {

@@ -879,21 +879,24 @@ struct ParityArgs<'py> {
     names: Vec<String>,
 }
 
-/// A model's parity-aware training (`train`) from Python: the languages'
-/// counters, checked to be made alike, each locked once (however many
+/// A model's parity-aware training (`train`, with the model's `settings`
+/// made with the first counter) from Python: the languages' counters,
+/// checked to be made alike, each locked once (however many
 /// languages share it) and read while it trains, not emptied. Returns the
 /// model and the record as a dict: the language each step was chosen for
 /// (`chosen`; None: by counts over all languages), each language's
 /// `tokens_before` and `tokens_after`, and the `distinct_pieces` over all
 /// languages.
-fn train_parity<'py, M: Send>(
+fn train_parity<'py, M: Send, S: Sync>(
     py: Python<'py>,
     counters: &[PyRef<'_, PieceCounter>],
     args: ParityArgs<'_>,
     progress: Option<Py<PyAny>>,
+    settings: impl FnOnce(&PieceCounter) -> PyResult<S>,
     train: impl FnOnce(
             &[&PieceCounts],
             parity::Target,
+            &S,
             &parity::ParitySettings,
             &Progress,
         ) -> Result<(M, parity::ParityRecord), Error>
@@ -902,6 +905,7 @@ fn train_parity<'py, M: Send>(
     let first = counters
         .first()
         .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
+    let model_settings = settings(first)?;
     if let Some(difference) = counters
         .iter()
         .chain(args.dev.iter().flatten())
@@ -920,7 +924,7 @@ fn train_parity<'py, M: Send>(
             ))
         }
     };
-    let settings = parity::ParitySettings {
+    let parity_settings = parity::ParitySettings {
         global_merges: args.global_merges,
         window: args.window,
         names: args.names,
@@ -941,7 +945,9 @@ fn train_parity<'py, M: Send>(
         .collect();
     let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
     let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
-    let (model, record) = with_progress(py, progress, |p| train(&languages, target, &settings, p))?;
+    let (model, record) = with_progress(py, progress, |p| {
+        train(&languages, target, &model_settings, &parity_settings, p)
+    })?;
     drop(guards);
     let dict = PyDict::new(py);
     dict.set_item("chosen", record.chosen)?;
@@ -1036,18 +1042,14 @@ impl Bpe {
         parity: ParityArgs<'_>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Self, Bound<'py, PyDict>)> {
-        let settings = match counters.first() {
-            Some(first) => bpe_trainer_settings(settings, first)?,
-            None => {
-                return Err(PyValueError::new_err(
-                    "parity-aware training needs languages",
-                ))
-            }
-        };
-        let (model, record) =
-            train_parity(py, &counters, parity, progress, |l, t, p, progress| {
-                bpe::parity::train(l, t, &settings, p, progress)
-            })?;
+        let (model, record) = train_parity(
+            py,
+            &counters,
+            parity,
+            progress,
+            |first| bpe_trainer_settings(settings, first),
+            bpe::parity::train,
+        )?;
         Ok((Bpe::new(py, model)?, record))
     }
 
@@ -1190,18 +1192,14 @@ impl WordPiece {
         parity: ParityArgs<'_>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Self, Bound<'py, PyDict>)> {
-        let settings = match counters.first() {
-            Some(first) => wordpiece_trainer_settings(settings, first)?,
-            None => {
-                return Err(PyValueError::new_err(
-                    "parity-aware training needs languages",
-                ))
-            }
-        };
-        let (model, record) =
-            train_parity(py, &counters, parity, progress, |l, t, p, progress| {
-                wordpiece::parity::train(l, t, &settings, p, progress)
-            })?;
+        let (model, record) = train_parity(
+            py,
+            &counters,
+            parity,
+            progress,
+            |first| wordpiece_trainer_settings(settings, first),
+            wordpiece::parity::train,
+        )?;
         Ok((WordPiece::new(py, model)?, record))
     }
 

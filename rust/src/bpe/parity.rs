@@ -76,15 +76,11 @@ pub fn train(
     progress: &Progress,
 ) -> Result<(BpeModel, ParityRecord)> {
     settings.validate()?;
-    let n = languages.len();
     check(languages, &target, parity)?;
     let min_count = settings.min_frequency.max(1);
     let max_len = settings.max_token_bytes.unwrap_or(usize::MAX);
     let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    let (dev, ratios) = match target {
-        Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
-        Target::Ratios(ratios) => (vec![None; n], Some(ratios)),
-    };
+    let (dev, ratios) = target.into_parts(languages.len());
     let hybrid = parity.global_merges > 0;
     let distinct_pieces = distinct_pieces(languages);
     let (languages, costs): (Vec<Language>, Vec<u64>) = languages

@@ -66,10 +66,7 @@ pub fn train(
     let words: Vec<Vec<(&str, u64)>> = languages.iter().map(|c| sorted_words(c)).collect();
     let mut symbols = Symbols::new(words.iter().flatten(), &specials(&settings.model), settings);
     check_size(&symbols, settings)?;
-    let (dev, ratios) = match target {
-        Target::Dev(dev) => (dev.into_iter().map(Some).collect(), None),
-        Target::Ratios(ratios) => (vec![None; languages.len()], Some(ratios)),
-    };
+    let (dev, ratios) = target.into_parts(languages.len());
     let hybrid = parity.global_merges > 0;
     let mut tokens = Vec::new();
     let mut state = State {
