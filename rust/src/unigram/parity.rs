@@ -28,15 +28,18 @@
 //! them. `ParitySettings::global_merges` is the number of first rounds
 //! with every weight 1 (classical); the record's `chosen` names the
 //! costliest language of each round (with the moving window, as
-//! `Costs::worst` picks it), or `None` for those first rounds. A language
-//! whose text no piece shortens (its cost is its characters: rare
-//! characters only) keeps its weight, lest it take all of it for nothing.
+//! `Costs::worst` picks it), or `None` for those first rounds: the weights
+//! follow every language's cost, not the choice. A language whose text no
+//! seed shortens (its cost is its characters: rare characters only) is
+//! passed over, its weight left out of the update, lest it take all the
+//! weight for nothing.
 //!
 //! Cost: one Viterbi pass over the development words per round (a few
 //! thousand words), or with ratios over the training words (less than an
 //! E-step's forward-backward), and a pass setting the words' weights; EM
-//! and pruning cost what they cost classical training, the words of a
-//! language being those of its own text. The weights are computed in
+//! and pruning cost what they cost classical training (a word of several
+//! languages is there once per language: a few percent more words). The
+//! weights are computed in
 //! language order from integer token counts, and words' weighed counts are
 //! added in fixed point or in a fixed order (`trainer.rs`), so the same
 //! input gives the same model.

@@ -18,9 +18,15 @@
 //! 5. **Final vocabulary**: the required characters, then the best-scored
 //!    pieces up to the size asked for, exactly.
 //!
-//! Determinism: words are processed in a fixed order and expected counts are
-//! added in fixed point (2^-20), so sums do not depend on how the threads
-//! split the work: the same corpus and settings give the same vocabulary.
+//! Determinism: words are processed in a fixed order and expected counts
+//! (and pruning's counts of pieces) are added in fixed point (2^-20), so
+//! sums do not depend on how the threads split the work: the same corpus
+//! and settings give the same vocabulary.
+//!
+//! Parity-aware training (`parity.rs`) runs the same steps on the words of
+//! several languages, each word counting in EM and pruning for its count
+//! times its language's weight (`Words::weigh`), which it sets before each
+//! round (`em_and_prune`'s `reweigh`).
 //!
 //! Scaling: every step that grows with the corpus or the seeds runs on all
 //! cores: counting characters, laying out the words, seeding, E-steps, the
@@ -476,8 +482,9 @@ fn remaining_prunes(size: usize, desired: usize, shrinking_factor: f64) -> u64 {
     }
 }
 
-/// The distinct words, their bytes one after the other (a rare character
-/// as the byte 0xFF, which no piece holds), with their counts.
+/// The distinct words (of each language, in parity-aware training), their
+/// bytes one after the other (a rare character as the byte 0xFF, which no
+/// piece holds), with their counts.
 pub(super) struct Words {
     bytes: Vec<u8>,
     /// Word `i` is `bytes[ends[i]..ends[i + 1]]`.
