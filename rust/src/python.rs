@@ -1320,6 +1320,34 @@ impl Unigram {
         })
     }
 
+    /// The trainer's settings read from `s` (the rest unread), with
+    /// `counter`'s whitespace handling.
+    fn trainer_settings(
+        s: &mut Settings<'_, '_>,
+        counter: &PieceCounter,
+    ) -> PyResult<UnigramTrainerSettings> {
+        let whitespace = counter.counter.whitespace().ok_or_else(|| {
+            PyValueError::new_err("Unigram trains on a counter of SentencePiece words")
+        })?;
+        let d = UnigramTrainerSettings::new(8000, whitespace);
+        Ok(UnigramTrainerSettings {
+            vocab_size: s.or("vocab_size", d.vocab_size)?,
+            character_coverage: s.or("character_coverage", d.character_coverage)?,
+            byte_fallback: s.or("byte_fallback", d.byte_fallback)?,
+            unk_token: s.or("unk_token", d.unk_token)?,
+            special_tokens: s.or("special_tokens", d.special_tokens)?,
+            rules: PieceRules {
+                max_piece_chars: s.or("max_piece_length", d.rules.max_piece_chars)?,
+                split_by_script: s.or("split_by_script", d.rules.split_by_script)?,
+                split_digits: s.or("split_digits", d.rules.split_digits)?,
+            },
+            seed_size: s.or("seed_size", d.seed_size)?,
+            shrinking_factor: s.or("shrinking_factor", d.shrinking_factor)?,
+            sub_iterations: s.or("sub_iterations", d.sub_iterations)?,
+            whitespace: d.whitespace,
+        })
+    }
+
     fn piece_at(&self, id: u32) -> PyResult<&unigram::Piece> {
         self.model.pieces().get(id as usize).ok_or_else(|| {
             to_py(Error::UnknownTokenId {
@@ -1345,27 +1373,8 @@ impl Unigram {
         settings: &Bound<'_, PyDict>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let whitespace = counter.counter.whitespace().ok_or_else(|| {
-            PyValueError::new_err("Unigram trains on a counter of SentencePiece words")
-        })?;
         let mut s = Settings::new(settings);
-        let d = UnigramTrainerSettings::new(8000, whitespace);
-        let settings = UnigramTrainerSettings {
-            vocab_size: s.or("vocab_size", d.vocab_size)?,
-            character_coverage: s.or("character_coverage", d.character_coverage)?,
-            byte_fallback: s.or("byte_fallback", d.byte_fallback)?,
-            unk_token: s.or("unk_token", d.unk_token)?,
-            special_tokens: s.or("special_tokens", d.special_tokens)?,
-            rules: PieceRules {
-                max_piece_chars: s.or("max_piece_length", d.rules.max_piece_chars)?,
-                split_by_script: s.or("split_by_script", d.rules.split_by_script)?,
-                split_digits: s.or("split_digits", d.rules.split_digits)?,
-            },
-            seed_size: s.or("seed_size", d.seed_size)?,
-            shrinking_factor: s.or("shrinking_factor", d.shrinking_factor)?,
-            sub_iterations: s.or("sub_iterations", d.sub_iterations)?,
-            whitespace: d.whitespace,
-        };
+        let settings = Unigram::trainer_settings(&mut s, counter)?;
         let segmentation: String = s.or("segmentation", "unigram".to_owned())?;
         let min_frequency: u64 = s.or("min_frequency", 2)?;
         s.finish()?;
@@ -1382,6 +1391,86 @@ impl Unigram {
             }
         };
         Unigram::new(py, model)
+    }
+
+    /// Learns a model parity-aware (`unigram/parity.rs`) from one
+    /// SentencePiece counter per language (read, not emptied: they stay
+    /// locked while it trains), with their whitespace handling, and a
+    /// counter per language of a parallel development set (`dev`, emptied)
+    /// or a target compression ratio per language (`ratios`). Returns the
+    /// model, the costliest language of each pruning round, each
+    /// language's tokens before and after, and the distinct words over all
+    /// languages.
+    #[staticmethod]
+    #[pyo3(signature = (counters, settings, dev = None, ratios = None, window = None, names = Vec::new(), progress = None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn train_parity(
+        py: Python<'_>,
+        counters: Vec<PyRef<'_, PieceCounter>>,
+        settings: &Bound<'_, PyDict>,
+        dev: Option<Vec<PyRef<'_, PieceCounter>>>,
+        ratios: Option<Vec<f64>>,
+        window: Option<(usize, f64)>,
+        names: Vec<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>, usize)> {
+        let first = counters
+            .first()
+            .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
+        if let Some(difference) = counters
+            .iter()
+            .chain(dev.iter().flatten())
+            .find_map(|c| first.counter.difference(&c.counter))
+        {
+            return Err(PyValueError::new_err(difference));
+        }
+        let mut s = Settings::new(settings);
+        let settings = Unigram::trainer_settings(&mut s, first)?;
+        s.finish()?;
+        let target = match (dev, ratios) {
+            (Some(dev), None) => {
+                parity::Target::Dev(dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect())
+            }
+            (None, Some(ratios)) => parity::Target::Ratios(ratios),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "give a development set or target ratios (one of them)",
+                ))
+            }
+        };
+        // Each counter locked once, however many languages share it.
+        let mut unique: Vec<&PieceCounter> = Vec::new();
+        let slots: Vec<usize> = counters
+            .iter()
+            .map(|c| {
+                let c: &PieceCounter = c;
+                unique
+                    .iter()
+                    .position(|u| std::ptr::eq(*u, c))
+                    .unwrap_or_else(|| {
+                        unique.push(c);
+                        unique.len() - 1
+                    })
+            })
+            .collect();
+        let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
+        let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
+        let parity = parity::ParitySettings {
+            global_merges: 0,
+            window,
+            names,
+        };
+        let (model, record) = with_progress(py, progress, |p| {
+            unigram::train_parity(&languages, target, &settings, &parity, p)
+        })?;
+        drop(guards);
+        Ok((
+            Unigram::new(py, model)?,
+            record.chosen,
+            record.tokens_before,
+            record.tokens_after,
+            record.distinct_pieces,
+        ))
     }
 
     #[staticmethod]

@@ -40,11 +40,13 @@ mod encoder;
 pub mod files;
 mod lattice;
 mod merges;
+mod parity;
 mod piece_trie;
 mod seeds;
 mod trainer;
 
 pub use merges::{RankedSettings, Segmentation};
+pub use parity::train_parity;
 pub use seeds::PieceRules;
 pub use trainer::{train, train_bpe, UnigramTrainerSettings};
 

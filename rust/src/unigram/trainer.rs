@@ -18,9 +18,15 @@
 //! 5. **Final vocabulary**: the required characters, then the best-scored
 //!    pieces up to the size asked for, exactly.
 //!
-//! Determinism: words are processed in a fixed order and expected counts are
-//! added in fixed point (2^-20), so sums do not depend on how the threads
-//! split the work: the same corpus and settings give the same vocabulary.
+//! Determinism: words are processed in a fixed order and expected counts
+//! (and pruning's counts of pieces) are added in fixed point (2^-20), so
+//! sums do not depend on how the threads split the work: the same corpus
+//! and settings give the same vocabulary.
+//!
+//! Parity-aware training (`parity.rs`) runs the same steps on the words of
+//! several languages, each word counting in EM and pruning for its count
+//! times its language's weight (`Words::weigh`), which it sets before each
+//! round (`em_and_prune`'s `reweigh`).
 //!
 //! Scaling: every step that grows with the corpus or the seeds runs on all
 //! cores: counting characters, laying out the words, seeding, E-steps, the
@@ -123,16 +129,46 @@ pub fn train(
     if counts.counts.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    let words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
+    let words = sorted_words(counts.counts.into_iter().collect());
+    let Seeded {
+        mut corpus,
+        required,
+        vocab,
+    } = seeded(words, settings, progress)?;
+    let vocab = em_and_prune(vocab, &mut corpus, settings, progress, |_, _| Ok(None))?;
+    let pieces = finalize(&vocab, &required, settings);
+    UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
+}
+
+/// The words in byte order: the same input in the same order, whatever
+/// order the counter's table gave.
+pub(super) fn sorted_words(words: Vec<(Vec<u8>, u64)>) -> Vec<(Vec<u8>, u64)> {
     let mut keyed: Vec<(u64, Vec<u8>, u64)> = words
         .into_par_iter()
         .map(|(word, count)| (prefix_key(&word), word, count))
         .collect();
     keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let words: Vec<(Vec<u8>, u64)> = keyed
+    keyed
         .into_par_iter()
         .map(|(_, word, count)| (word, count))
-        .collect();
+        .collect()
+}
+
+/// Where EM and pruning start.
+pub(super) struct Seeded {
+    pub(super) corpus: Words,
+    /// The required characters, most frequent first.
+    pub(super) required: Vec<(char, u64)>,
+    pub(super) vocab: Vocab,
+}
+
+/// Steps 1 and 2: the words laid out, the required characters and the
+/// seed vocabulary.
+pub(super) fn seeded(
+    words: Vec<(Vec<u8>, u64)>,
+    settings: &UnigramTrainerSettings,
+    progress: &Progress,
+) -> Result<Seeded> {
     let n_meta = n_meta(settings);
 
     // 1. Characters.
@@ -175,19 +211,36 @@ pub fn train(
         .par_iter()
         .map(|&f| (f as f64).ln() - log_total)
         .collect();
-    let mut vocab = Vocab::new(pieces, scores);
+    Ok(Seeded {
+        corpus,
+        required,
+        vocab: Vocab::new(pieces, scores),
+    })
+}
 
-    // 3-4. EM and pruning.
-    let learned = settings.vocab_size - n_meta;
+/// Steps 3 and 4: EM and pruning, rounds of them, until the vocabulary is
+/// within `DESIRED_SLACK` of the size asked for. Before each round (and
+/// its EM), `reweigh` may change what each word counts for (the corpus's
+/// `mass`) from the vocabulary then; what it returns is the round's
+/// progress note.
+pub(super) fn em_and_prune(
+    mut vocab: Vocab,
+    corpus: &mut Words,
+    settings: &UnigramTrainerSettings,
+    progress: &Progress,
+    mut reweigh: impl FnMut(&Vocab, &mut Words) -> Result<Option<String>>,
+) -> Result<Vocab> {
+    let learned = learned(settings);
     let desired = ((settings.vocab_size as f64 * DESIRED_SLACK) as usize).max(learned);
     let mut shift = -3.0;
     let mut round = 0u64;
     loop {
         let total = round + remaining_prunes(vocab.len(), desired, settings.shrinking_factor) + 1;
-        progress.force(Stage::Em, round, total)?;
+        let note = reweigh(&vocab, corpus)?;
+        progress.force_noted(Stage::Em, round, total, || note)?;
         for _ in 0..settings.sub_iterations {
             let (expected, log_likelihood) = progress.watch(Stage::Em, round, total, || {
-                Ok(vocab.expectations(&corpus, shift, progress))
+                Ok(vocab.expectations(corpus, shift, progress))
             })?;
             shift = log_likelihood / corpus.total_bytes;
             vocab = vocab.maximize(&expected, learned);
@@ -197,7 +250,7 @@ pub fn train(
             break;
         }
         let kept = progress.watch(Stage::Em, round, total, || {
-            Ok(vocab.prune(&corpus, desired, settings.shrinking_factor, progress))
+            Ok(vocab.prune(corpus, desired, settings.shrinking_factor, progress))
         })?;
         if kept.len() == vocab.len() {
             // Nothing can go: the pieces left have no other segmentation
@@ -208,14 +261,16 @@ pub fn train(
         vocab = vocab.keep(&kept, scores);
     }
     progress.force(Stage::Em, round, round)?;
+    Ok(vocab)
+}
 
-    // 5. The final vocabulary.
-    let pieces = finalize(&vocab, &required, learned, settings);
-    UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
+/// The learned pieces: all but the unknown, special and byte pieces.
+fn learned(settings: &UnigramTrainerSettings) -> usize {
+    settings.vocab_size - n_meta(settings)
 }
 
 /// The unknown, special and byte pieces.
-fn n_meta(settings: &UnigramTrainerSettings) -> usize {
+pub(super) fn n_meta(settings: &UnigramTrainerSettings) -> usize {
     1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 }
 }
 
@@ -341,7 +396,7 @@ fn plural(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-fn check(settings: &UnigramTrainerSettings) -> Result<()> {
+pub(super) fn check(settings: &UnigramTrainerSettings) -> Result<()> {
     let s = settings;
     if !(s.character_coverage > 0.0 && s.character_coverage <= 1.0) {
         return Err(Error::invalid(format!(
@@ -427,14 +482,18 @@ fn remaining_prunes(size: usize, desired: usize, shrinking_factor: f64) -> u64 {
     }
 }
 
-/// The distinct words, their bytes one after the other (a rare character
-/// as the byte 0xFF, which no piece holds), with their counts.
-struct Words {
+/// The distinct words (of each language, in parity-aware training), their
+/// bytes one after the other (a rare character as the byte 0xFF, which no
+/// piece holds), with their counts.
+pub(super) struct Words {
     bytes: Vec<u8>,
     /// Word `i` is `bytes[ends[i]..ends[i + 1]]`.
     ends: Vec<usize>,
-    counts: Vec<u64>,
-    /// Σ count × bytes.
+    pub(super) counts: Vec<u64>,
+    /// What each word counts for in EM and pruning: its count, unless
+    /// `weigh` changed it.
+    mass: Vec<f64>,
+    /// Σ mass × bytes.
     total_bytes: f64,
 }
 
@@ -442,7 +501,7 @@ struct Words {
 const RARE_BYTE: u8 = 0xFF;
 
 impl Words {
-    fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
+    pub(super) fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
         let (bytes, ends) = join_in_order(words.len(), |w, bytes| {
             for c in std::str::from_utf8(&words[w].0)
                 .expect("counted text is UTF-8")
@@ -457,25 +516,50 @@ impl Words {
             }
         });
         let counts: Vec<u64> = words.iter().map(|&(_, count)| count).collect();
-        // Added as integers: the same number as adding the f64 products in
-        // word order, as long as the sum is below 2^53.
-        let total_bytes = (0..words.len())
-            .into_par_iter()
-            .map(|w| (ends[w + 1] - ends[w]) as u64 * counts[w])
-            .sum::<u64>() as f64;
-        Words {
+        let mut words = Words {
             bytes,
             ends,
+            mass: counts.par_iter().map(|&c| c as f64).collect(),
             counts,
-            total_bytes,
-        }
+            total_bytes: 0.0,
+        };
+        words.total_bytes = words.total_bytes();
+        words
     }
 
-    fn len(&self) -> usize {
+    /// Σ mass × bytes, added in a fixed order (chunks, then their sums in
+    /// order): the same number however the threads split the work.
+    fn total_bytes(&self) -> f64 {
+        let chunks: Vec<f64> = self
+            .mass
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(chunk, mass)| {
+                let first = chunk * CHUNK;
+                mass.iter()
+                    .enumerate()
+                    .map(|(i, m)| (self.ends[first + i + 1] - self.ends[first + i]) as f64 * m)
+                    .sum::<f64>()
+            })
+            .collect();
+        chunks.iter().sum()
+    }
+
+    /// Each word counts for its count times `weight(word)` from now on.
+    pub(super) fn weigh(&mut self, weight: impl Fn(usize) -> f64 + Sync) {
+        let counts = &self.counts;
+        self.mass
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(w, mass)| *mass = counts[w] as f64 * weight(w));
+        self.total_bytes = self.total_bytes();
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.counts.len()
     }
 
-    fn word(&self, i: usize) -> &[u8] {
+    pub(super) fn word(&self, i: usize) -> &[u8] {
         &self.bytes[self.ends[i]..self.ends[i + 1]]
     }
 
@@ -508,7 +592,7 @@ impl Words {
     /// returns the integer `sums` (of `slots` entries) added over all words
     /// and the sum of what `work` returns, both independent of the threads.
     /// Once `progress` is cancelled, the remaining words are skipped.
-    fn sum_over<F>(&self, slots: usize, progress: &Progress, work: F) -> (Vec<u64>, f64)
+    pub(super) fn sum_over<F>(&self, slots: usize, progress: &Progress, work: F) -> (Vec<u64>, f64)
     where
         F: Fn(usize, &mut Buffers, &mut [u64]) -> f64 + Sync,
     {
@@ -623,7 +707,7 @@ struct Node {
 
 /// A thread's reusable lattice buffers.
 #[derive(Default)]
-struct Buffers {
+pub(super) struct Buffers {
     nodes: Vec<Node>,
     forward: Vec<f64>,
     backward: Vec<f64>,
@@ -632,7 +716,7 @@ struct Buffers {
 }
 
 /// The vocabulary during training.
-struct Vocab {
+pub(super) struct Vocab {
     pieces: Vec<String>,
     scores: Vec<f64>,
     /// Built over the pieces of some earlier step, a superset of these.
@@ -642,7 +726,7 @@ struct Vocab {
 }
 
 impl Vocab {
-    fn new(pieces: Vec<String>, scores: Vec<f64>) -> Self {
+    pub(super) fn new(pieces: Vec<String>, scores: Vec<f64>) -> Self {
         let mut keys: Vec<(u64, &[u8], u32)> = pieces
             .par_iter()
             .zip(0..pieces.len() as u32)
@@ -667,7 +751,7 @@ impl Vocab {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.pieces.len()
     }
 
@@ -709,7 +793,7 @@ impl Vocab {
         }
     }
 
-    fn unk_score(&self) -> f64 {
+    pub(super) fn unk_score(&self) -> f64 {
         // The minimum of finite numbers: the same in any order.
         self.scores
             .par_iter()
@@ -776,15 +860,14 @@ impl Vocab {
         let scale = scales(shift);
         corpus.sum_over(self.len(), progress, |w, buffers, sums| {
             let word = corpus.word(w);
-            let count = corpus.counts[w] as f64;
+            let count = corpus.mass[w];
             let n = word.len();
             self.lattice(word, &probabilities, unk_score.exp(), &mut buffers.nodes);
             let mut word_shift = shift;
             let mut log_z = forward_backward(n, &scale, buffers);
             if log_z.is_none() {
                 // Out of range: scale by this word's own best path instead.
-                self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
-                let (best, _) = best_path(n, &buffers.nodes, &mut buffers.best);
+                let best = self.best_segmentation(word, unk_score, buffers, |_| {});
                 word_shift = best / n as f64;
                 self.lattice(word, &probabilities, unk_score.exp(), &mut buffers.nodes);
                 log_z = forward_backward(n, &scales(word_shift), buffers);
@@ -792,16 +875,11 @@ impl Vocab {
             let Some(log_z) = log_z else {
                 // Still out of range (a word of megabytes): its best path
                 // takes the whole count.
-                self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
-                let (best, _) = best_path(n, &buffers.nodes, &mut buffers.best);
-                let mut end = n;
-                while end > 0 {
-                    let node = buffers.nodes[buffers.best[end].1 as usize];
-                    if node.id != UNK {
-                        sums[node.id as usize] += (count * SCALE).round() as u64;
+                let best = self.best_segmentation(word, unk_score, buffers, |id| {
+                    if id != UNK {
+                        sums[id as usize] += (count * SCALE).round() as u64;
                     }
-                    end = node.start as usize;
-                }
+                });
                 return count * best;
             };
             let z = buffers.forward[n];
@@ -854,24 +932,20 @@ impl Vocab {
         progress: &Progress,
     ) -> Vec<usize> {
         let unk_score = self.unk_score();
-        // How often each piece is in the corpus's best segmentations.
+        // How often each piece is in the corpus's best segmentations (fixed
+        // point, as expected counts).
         let (frequency, _) = corpus.sum_over(self.len(), progress, |w, buffers, sums| {
-            let word = corpus.word(w);
-            self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
-            best_path(word.len(), &buffers.nodes, &mut buffers.best);
-            let mut end = word.len();
-            while end > 0 {
-                let node = buffers.nodes[buffers.best[end].1 as usize];
-                if node.id != UNK {
-                    sums[node.id as usize] += corpus.counts[w];
+            let mass = (corpus.mass[w] * SCALE).round() as u64;
+            self.best_segmentation(corpus.word(w), unk_score, buffers, |id| {
+                if id != UNK {
+                    sums[id as usize] += mass;
                 }
-                end = node.start as usize;
-            }
+            });
             0.0
         });
-        let frequency: Vec<f64> = frequency.par_iter().map(|&f| f as f64).collect();
+        let frequency: Vec<f64> = frequency.par_iter().map(|&f| f as f64 / SCALE).collect();
         let sum: f64 = frequency.iter().sum();
-        let all_words: f64 = corpus.counts.iter().map(|&c| c as f64).sum();
+        let all_words: f64 = corpus.mass.iter().sum();
         let log_sum = sum.ln();
 
         // The pieces in the best segmentations, each with the likelihood lost
@@ -917,6 +991,26 @@ impl Vocab {
         kept.extend(candidates.iter().take(room).map(|&(_, i)| i));
         kept.par_sort_unstable();
         kept
+    }
+
+    /// Viterbi: calls `visit` with each piece of `word`'s best segmentation
+    /// (`UNK`: an unknown character), last first; returns its score.
+    pub(super) fn best_segmentation(
+        &self,
+        word: &[u8],
+        unk_score: f64,
+        buffers: &mut Buffers,
+        mut visit: impl FnMut(u32),
+    ) -> f64 {
+        self.lattice(word, &self.scores, unk_score, &mut buffers.nodes);
+        let (best, _) = best_path(word.len(), &buffers.nodes, &mut buffers.best);
+        let mut end = word.len();
+        while end > 0 {
+            let node = buffers.nodes[buffers.best[end].1 as usize];
+            visit(node.id);
+            end = node.start as usize;
+        }
+        best
     }
 
     /// How piece `i` would be segmented without it.
@@ -1022,12 +1116,12 @@ fn digamma(mut x: f64) -> f64 {
 
 /// The model's pieces: the unknown and special pieces, the byte pieces, then
 /// the learned ones by score (the required characters always among them).
-fn finalize(
+pub(super) fn finalize(
     vocab: &Vocab,
     required: &[(char, u64)],
-    learned: usize,
     settings: &UnigramTrainerSettings,
 ) -> Vec<Piece> {
+    let learned = learned(settings);
     let score_of: FxHashMap<&str, f64> = vocab
         .pieces
         .iter()
