@@ -78,7 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16000,32000", help="vocabulary sizes (default 16000,32000)")
     ap.add_argument("--quick", action="store_true", help="8,000 only, on 20 MB of English")
-    ap.add_argument("--html", type=Path, default=None, help="write each size's report (classical vs parity-aware) here as HTML")
+    ap.add_argument("--html", type=Path, default=None, help="write each size's report (every model, classical and parity-aware, side by side) here as HTML")
     ap.add_argument("--models", default="bpe", help=f"models to compare, of {','.join(MODELS)} (default bpe)")
     ap.add_argument("--repeat", type=int, default=3, help="training runs per setting, the median timed (default 3)")
     ap.add_argument("--min-frequency", type=int, default=2, help="min_frequency of BPE and WordPiece runs (default 2)")
@@ -95,6 +95,8 @@ def main() -> None:
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     dev = {code: lines[code][DEV] for code in LANGUAGES}
     sizes = [8000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    # Every model's runs at each size, for one page per size.
+    pages: dict[int, list] = {size: [] for size in sizes}
     for model in models:
         make_counts, class_name, hybrid = MODELS[model]
         t0 = time.perf_counter()
@@ -129,8 +131,7 @@ def main() -> None:
                     f"{total * len(lines['eng_Latn'][EVAL]):,.0f}", f"{(total - base_total) / base_total:+.1%}",
                     f"{worst} {costs[worst] / costs['eng_Latn']:.2f}", f"{wall:.2f}", f"{wall / base_wall:.2f}",
                 ])
-            if args.html:
-                write_report(polytok, args.html / f"{model}-{size}.html", results, lines)
+            pages[size] += [(f"{model} {name}", tokenizer) for name, (tokenizer, _, _) in results.items()]
         _data.print_table(
             f"{model}, classical against parity-aware"
             + (f", min_frequency {args.min_frequency}" if settings else "")
@@ -139,16 +140,19 @@ def main() -> None:
              "costliest (premium over eng)", f"train s (median of {args.repeat})", "time vs classical"],
             rows, args.markdown,
         )
+    if args.html:
+        for size, runs in pages.items():
+            write_report(polytok, args.html / f"fairness-{size}.html", runs, lines)
 
 
-def write_report(polytok, path: Path, results: dict, lines: dict[str, list[str]]) -> None:
-    """The report of every run of one model and size, side by side."""
+def write_report(polytok, path: Path, runs: list, lines: dict[str, list[str]]) -> None:
+    """The report of ``runs`` (name, tokenizer) on the held-out lines, side by side."""
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus_dir = _data.CACHE_DIR / "fairness-eval"
     corpus_dir.mkdir(exist_ok=True)
     for code in LANGUAGES:
         (corpus_dir / f"{code}.txt").write_text("\n".join(lines[code][EVAL]) + "\n", encoding="utf-8")
-    report = polytok.report(corpus_dir, [(name, tok) for name, (tok, _, _) in results.items()], pivot="eng_Latn")
+    report = polytok.report(corpus_dir, runs, pivot="eng_Latn")
     report.save(path)
 
 if __name__ == "__main__":

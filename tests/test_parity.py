@@ -1,5 +1,6 @@
 """Fairness-aware training: language-balanced counts, and parity-aware
-training (Foroutan et al., 2025; for BPE and WordPiece) against classical
+training (Foroutan et al., 2025; BPE and WordPiece; Unigram's pruning)
+against classical
 training on a skewed FLORES mix, evaluated on held-out parallel lines; the
 training record; bad input."""
 
@@ -79,6 +80,23 @@ def test_parity_aware_wordpiece(flores):
         polytok.WordPieceTokenizer.train_from_counts(polytok.LanguageCounts(polytok.Counts.for_bpe()), parity=dev(flores))
     with pytest.raises(ValueError, match="variants of parity-aware training: give parity too"):
         train(parity_global_merges=10)
+
+
+def test_parity_aware_unigram(flores):
+    counts = polytok.LanguageCounts(polytok.Counts.for_unigram())
+    for language in LANGUAGES:
+        counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
+    train = lambda **kw: polytok.UnigramTokenizer.train_from_counts(counts, vocab_size=3000, **kw)  # noqa: E731
+    classical, parity = train(), train(parity=dev(flores))
+    before, after = held_out_costs(classical, flores), held_out_costs(parity, flores)
+    assert gini(after.values()) < 0.8 * gini(before.values()), (before, after)
+    record = parity.training["parity"]
+    assert record["target"] == "dev" and sum(record["rounds_by_language"].values()) > 0
+    assert record["tokens_after"] == {code: sum(map(len, parity.encode_batch_ids(lines))) for code, lines in dev(flores).items()}
+    assert parity.training["add_dummy_prefix"] is True and parity.training["vocab_size"] == 3000
+    assert train(parity=dev(flores)).to_json() == parity.to_json()
+    balanced = train(balance=0.0)
+    assert balanced.training["balance"] == 0.0 and "parity" not in balanced.training
 
 
 def test_progress_names_the_costliest_language(skewed, flores):
@@ -187,11 +205,15 @@ def test_the_command_line_trains_by_language(flores, tmp_path):
     assert polytok.load(out).training["balance"] == 0
     assert run("train", "--model", "wordpiece", "--languages", tmp_path / "train", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
     assert polytok.load(out).training["parity"]["target"] == "dev"
+    assert run("train", "--model", "unigram", "--languages", tmp_path / "train", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
+    assert sum(polytok.load(out).training["parity"]["rounds_by_language"].values()) > 0
+    assert run("train", "--model", "sentencepiece-bpe", "--languages", tmp_path / "train", "--balance", "0.5", "--vocab-size", "800", "-o", out, "-q").exit_code == 0
     assert run("count", "--by-language", tmp_path / "train", "-o", tmp_path / "counts", "-q").exit_code == 0
     assert run("train", "--from-counts", tmp_path / "counts", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out, "-q").exit_code == 0
     refused = {
         ("train", *[tmp_path / "train" / f"{c}.txt" for c in LANGUAGES[:2]], "--balance", "0.5", "--vocab-size", "600", "-o", out): "weighs languages",
-        ("train", "--languages", tmp_path / "train", "--model", "unigram", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out): "not yet for unigram",
+        ("train", "--languages", tmp_path / "train", "--model", "sentencepiece-bpe", "--parity", f"dev={tmp_path / 'dev'}", "--vocab-size", "600", "-o", out): "not yet for sentencepiece-bpe",
+        ("train", "--languages", tmp_path / "train", "--model", "unigram", "--parity", f"dev={tmp_path / 'dev'}", "--parity-window", "10", "--vocab-size", "600", "-o", out): "not of unigram",
         ("train", "--languages", tmp_path / "train", "--parity", "nonsense", "--vocab-size", "600", "-o", out): "dev=DIR or ratios=",
         ("train", "--languages", tmp_path / "train", "--parity-window", "10", "--vocab-size", "600", "-o", out): "variants of --parity",
         ("train", "--languages", tmp_path / "train", "--balance", "2", "--vocab-size", "600", "-o", out): "2",

@@ -263,15 +263,9 @@ class Unigram:
         """Learns a model from a SentencePiece counter's words (which it empties), with the counter's whitespace handling; ``settings``: the trainer's settings by name, as its Python keyword arguments (not the counter's)."""
     @staticmethod
     def train_parity(
-        counters: Sequence[PieceCounter],
-        settings: dict[str, Any],
-        dev: Sequence[PieceCounter] | None = None,
-        ratios: Sequence[float] | None = None,
-        window: tuple[int, float] | None = None,
-        names: Sequence[str] = ...,
-        progress: _Progress | None = None,
-    ) -> tuple[Unigram, list[int | None], list[int], list[int], int]:
-        """Learns a model parity-aware from one SentencePiece counter per language (read, not emptied), with a counter per language of a parallel development set (emptied) or a target compression ratio per language: the model, the costliest language of each pruning round, each language's tokens before and after, the distinct words over all languages."""
+        counters: Sequence[PieceCounter], settings: dict[str, Any], parity: _ParityArgs, progress: _Progress | None = None
+    ) -> tuple[Unigram, _ParityDone]:
+        """Learns a model parity-aware from one SentencePiece counter per language (read, not emptied), with their whitespace handling; ``chosen``: the costliest language of each pruning round."""
     @staticmethod
     def from_sentencepiece(data: bytes, source: str) -> Unigram:
         """A model from a SentencePiece ``.model`` file's bytes."""

@@ -19,7 +19,6 @@ from polytok import PolytokError, load
 from polytok._files import corpus_files
 from polytok.bpe import BPETokenizer, readable
 from polytok.counts import Counts, LanguageCounts
-from polytok.parity import train_by_language
 from polytok.pre_tokenizers import PRESETS
 from polytok.sentencepiece import SentencePieceBPETokenizer, SentencePieceTokenizer
 from polytok.unigram import UNIGRAM_SPECIAL_TOKENS, UnigramTokenizer
@@ -67,8 +66,10 @@ def main() -> None:
 
 
 #: Training options that only some models take (by parameter name).
-#: The models with parity-aware training.
-PARITY_MODELS = ("bpe", "wordpiece")
+#: The models with parity-aware training, and those of them that merge
+#: (with the hybrid and window variants).
+PARITY_MODELS = ("bpe", "wordpiece", "unigram")
+MERGE_MODELS = ("bpe", "wordpiece")
 
 MODEL_OPTIONS = {
     "pattern": ("bpe",),
@@ -102,7 +103,7 @@ MODEL_OPTIONS = {
 @click.option("--errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True, help="Bytes that are not UTF-8: fail, or replace with U+FFFD.")
 @click.option("--languages", "languages_dir", type=click.Path(exists=True, file_okay=False), default=None, help="Train on a corpus labelled by language (instead of FILES): a directory with a file (CODE.txt) or folder (CODE/) per language. Needed by --balance and --parity (or --from-counts with a directory of counts per language).")
 @click.option("--balance", type=click.FloatRange(0, 1), default=None, help="Weigh each language to a share of the text proportional to its size ** ALPHA (1: as is, 0: every language alike).")
-@click.option("--parity", default=None, help="BPE and WordPiece: parity-aware training, each merge for the language that costs the most tokens now, measured on dev=DIR (a parallel development set: CODE.txt per language, the same lines in each) or against ratios=CODE:R,CODE:R,... (target compression of each language's training text).")
+@click.option("--parity", default=None, help="Parity-aware training (bpe, wordpiece, unigram): each merge for the language that costs the most tokens now (unigram: each pruning round weighs languages by their cost), measured on dev=DIR (a parallel development set: CODE.txt per language, the same lines in each) or against ratios=CODE:R,CODE:R,... (target compression of each language's training text).")
 @click.option("--parity-global-merges", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True, help="With --parity: the first M merges by counts over all languages (the hybrid).")
 @click.option("--parity-window", type=click.IntRange(1, 2**31 - 1), default=None, help="With --parity: the moving window; a language chosen more than --parity-window-share / n_languages of the last N merges is passed over.")
 @click.option("--parity-window-share", type=click.FloatRange(0, min_open=True), default=2.0, show_default=True, help="With --parity-window: the share (over the number of languages) a language may take of the window.")
@@ -127,7 +128,9 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
         if (parity_global_merges or parity_window) and not parity:
             raise click.UsageError("--parity-global-merges and --parity-window are variants of --parity")
         if parity and model not in PARITY_MODELS:
-            raise click.UsageError(f"--parity: parity-aware training is implemented for {' and '.join(PARITY_MODELS)}, not yet for {model}")
+            raise click.UsageError(f"--parity: parity-aware training is implemented for {', '.join(PARITY_MODELS)}, not yet for {model}")
+        if (parity_global_merges or parity_window) and model not in MERGE_MODELS:
+            raise click.UsageError(f"--parity-global-merges and --parity-window are variants of merge training (bpe, wordpiece), not of {model}")
         _check_writable(output)
         start = time.perf_counter()
         progress = False if quiet else None
@@ -166,14 +169,12 @@ def train(ctx, files, from_counts, output, model, vocab_size, pattern, min_frequ
                 counts = LanguageCounts(template).add_directory(languages_dir, errors=errors, progress=progress)
             else:
                 counts = LanguageCounts.load(from_counts)
-            if model in PARITY_MODELS:
-                window = (parity_window, parity_window_share) if parity_window else None
-                tokenizer = trainer.train_from_counts(
-                    counts, **settings, balance=balance, parity=_parity_target(parity) if parity else None,
-                    parity_global_merges=parity_global_merges, parity_window=window,
-                )
-            else:
-                tokenizer = train_by_language(trainer, counts, balance, **settings)
+            weighed: dict = {"balance": balance}
+            if parity:
+                weighed["parity"] = _parity_target(parity)
+            if parity_global_merges or parity_window:
+                weighed.update(parity_global_merges=parity_global_merges, parity_window=(parity_window, parity_window_share) if parity_window else None)
+            tokenizer = trainer.train_from_counts(counts, **weighed, **settings)
         elif from_counts:
             tokenizer = trainer.train_from_counts(Counts.load(from_counts), **settings)
         else:

@@ -24,7 +24,11 @@ from polytok._files import PathLike, read_text
 from polytok._progress import progress_callback, wanted
 
 #: Each model's parity-aware trainer.
-_PARITY_TRAINERS = {"bpe": _core.Bpe.train_parity, "wordpiece": _core.WordPiece.train_parity}
+_PARITY_TRAINERS = {
+    "bpe": _core.Bpe.train_parity,
+    "wordpiece": _core.WordPiece.train_parity,
+    "unigram": _core.Unigram.train_parity,
+}
 
 #: A parity target: a directory of ``CODE.txt`` development files, lines by
 #: language, or a target compression ratio by language.
@@ -155,7 +159,7 @@ def train_languages(
         **record,
         "corpus": {"bytes": sum(counts[code].text_bytes for code in languages), "distinct_pieces": done["distinct_pieces"]},
         **languages_record(counts, balance),
-        "parity": parity_record(target, languages, done, global_merges, window),
+        "parity": parity_record(target, languages, done, global_merges, window, "rounds" if model == "unigram" else "merges"),
     }
     return trainer(core, training)
 
@@ -184,11 +188,13 @@ def parity_record(
     done: dict,
     global_merges: int,
     window: tuple[int, float] | None,
+    steps: str,
 ) -> dict:
     """What the training record says of parity-aware training: the target,
-    the variants, how many steps each language was chosen for and each
-    language's tokens (of its development text, or its training text with
-    ratios) before and after; ``done``: what the core trainer returned."""
+    the variants, how many ``steps`` (merges, or Unigram's rounds) each
+    language was chosen for and each language's tokens (of its development
+    text, or its training text with ratios) before and after; ``done``:
+    what the core trainer returned."""
     chosen_by = {language: 0 for language in languages}
     by_all = 0
     for index in done["chosen"]:
@@ -200,8 +206,8 @@ def parity_record(
         **target.record,
         "global_merges": global_merges,
         "window": list(window) if window else None,
-        "merges_by_all_languages": by_all,
-        "merges_by_language": chosen_by,
+        f"{steps}_by_all_languages": by_all,
+        f"{steps}_by_language": chosen_by,
         "tokens_before": dict(zip(languages, done["tokens_before"])),
         "tokens_after": dict(zip(languages, done["tokens_after"])),
     }

@@ -15,7 +15,8 @@ from polytok._args import id_error, text_list, whole_numbers
 from polytok._counting import corpus_record, count_files, count_texts
 from polytok._files import PathLike, atomic_write
 from polytok._progress import progress_callback, wanted
-from polytok.counts import Counts, trainer_counter
+from polytok.counts import Counts, LanguageCounts, trainer_counter
+from polytok.parity import train_languages
 from polytok.tokenizer import Preset
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -64,8 +65,18 @@ class SentencePieceTokenizer(Preset):
         """What ``train`` and ``train_from_iterator`` do with their
         ``arguments`` (their ``locals()``): count the ``files`` or ``texts``
         as SentencePiece words, then train this class's model on them."""
-        if "counts" in arguments:
-            counter = trainer_counter(arguments["counts"], "unigram", cls)
+        counts = arguments.get("counts")
+        if isinstance(counts, LanguageCounts):
+            settings = cls._settings(arguments)
+            whitespace = {name: counts.settings[name] for name in cls._WHITESPACE}
+            return train_languages(
+                cls, "unigram", counts, settings, {**settings, **whitespace},
+                balance=arguments["balance"], parity=arguments.get("parity"), progress=arguments["progress"],
+            )
+        if arguments.get("balance") is not None or arguments.get("parity") is not None:
+            raise ValueError("balance and parity weigh languages: train from polytok.LanguageCounts")
+        if counts is not None:
+            counter = trainer_counter(counts, "unigram", cls)
         else:
             counter = _core.PieceCounter.sentencepiece(arguments["remove_extra_whitespaces"], arguments["add_dummy_prefix"], [])
         settings = cls._settings(arguments)
@@ -240,7 +251,7 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
     @classmethod
     def train_from_counts(
         cls,
-        counts: Counts,
+        counts: Counts | LanguageCounts,
         *,
         vocab_size: int = 8000,
         character_coverage: float = 0.9995,
@@ -251,13 +262,16 @@ class SentencePieceBPETokenizer(SentencePieceTokenizer):
         split_by_script: bool = True,
         split_digits: bool = False,
         min_frequency: int = 2,
+        balance: float | None = None,
         progress: bool | None = None,
     ) -> SentencePieceBPETokenizer:
         """Learn a SentencePiece BPE model from :class:`polytok.Counts` made
         for Unigram (:meth:`polytok.Counts.for_unigram`, SentencePiece's
         words): byte for byte what :meth:`train` learns from the corpus they
         count. The whitespace handling is the counts'; ``counts`` are left as
-        they are. Other arguments as in :meth:`train`."""
+        they are. Other arguments as in :meth:`train`. From
+        :class:`polytok.LanguageCounts`, ``balance`` weighs the languages
+        (see :meth:`polytok.LanguageCounts.balanced`)."""
         return cls._train(locals())
 
     _SETTINGS = (

@@ -11,7 +11,8 @@ from typing import Literal
 
 from polytok._counting import without_surrogates
 from polytok._files import PathLike
-from polytok.counts import Counts
+from polytok.counts import Counts, LanguageCounts
+from polytok.parity import ParityTarget
 from polytok.sentencepiece import SPECIAL_TOKENS, SentencePieceTokenizer
 
 #: The control pieces after ``<unk>``, by default (ids 1, 2, 3).
@@ -121,7 +122,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
     @classmethod
     def train_from_counts(
         cls,
-        counts: Counts,
+        counts: Counts | LanguageCounts,
         *,
         vocab_size: int = 8000,
         character_coverage: float = 0.9995,
@@ -134,13 +135,27 @@ class UnigramTokenizer(SentencePieceTokenizer):
         seed_size: int = 1_000_000,
         shrinking_factor: float = 0.75,
         sub_iterations: int = 2,
+        balance: float | None = None,
+        parity: ParityTarget | None = None,
         progress: bool | None = None,
     ) -> UnigramTokenizer:
         """Learn a Unigram model from :class:`polytok.Counts` made for
         Unigram (:meth:`polytok.Counts.for_unigram`): byte for byte what
         :meth:`train` learns from the corpus they count. The whitespace
         handling is the counts'; ``counts`` are left as they are. Other
-        arguments as in :meth:`train`."""
+        arguments as in :meth:`train`.
+
+        From :class:`polytok.LanguageCounts`, ``balance`` weighs the
+        languages (see :meth:`polytok.LanguageCounts.balanced`), and
+        ``parity`` (a development set or target ratios, as in
+        :meth:`polytok.BPETokenizer.train_from_counts`) trains
+        parity-aware: before each round of EM and pruning, each language's
+        words weigh in proportion to a weight that follows its cost (its
+        development text's tokens with the vocabulary then), so that the
+        pieces the costliest languages rely on are kept
+        (``rust/src/unigram/parity.rs``). The training record names the
+        costliest language of each round (``rounds_by_language``) and each
+        language's tokens before and after."""
         return cls._train(locals())
 
     _SETTINGS = (

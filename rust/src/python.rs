@@ -1394,83 +1394,33 @@ impl Unigram {
     }
 
     /// Learns a model parity-aware (`unigram/parity.rs`) from one
-    /// SentencePiece counter per language (read, not emptied: they stay
-    /// locked while it trains), with their whitespace handling, and a
-    /// counter per language of a parallel development set (`dev`, emptied)
-    /// or a target compression ratio per language (`ratios`). Returns the
-    /// model, the costliest language of each pruning round, each
-    /// language's tokens before and after, and the distinct words over all
-    /// languages.
+    /// SentencePiece counter per language, with their whitespace handling;
+    /// `parity` and what it returns: see `train_parity` (`chosen`: the
+    /// costliest language of each pruning round; `global_merges`: the first
+    /// rounds with every language weighed alike).
     #[staticmethod]
-    #[pyo3(signature = (counters, settings, dev = None, ratios = None, window = None, names = Vec::new(), progress = None))]
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn train_parity(
-        py: Python<'_>,
+    #[pyo3(signature = (counters, settings, parity, progress = None))]
+    fn train_parity<'py>(
+        py: Python<'py>,
         counters: Vec<PyRef<'_, PieceCounter>>,
         settings: &Bound<'_, PyDict>,
-        dev: Option<Vec<PyRef<'_, PieceCounter>>>,
-        ratios: Option<Vec<f64>>,
-        window: Option<(usize, f64)>,
-        names: Vec<String>,
+        parity: ParityArgs<'_>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Self, Vec<Option<u32>>, Vec<u64>, Vec<u64>, usize)> {
-        let first = counters
-            .first()
-            .ok_or_else(|| PyValueError::new_err("parity-aware training needs languages"))?;
-        if let Some(difference) = counters
-            .iter()
-            .chain(dev.iter().flatten())
-            .find_map(|c| first.counter.difference(&c.counter))
-        {
-            return Err(PyValueError::new_err(difference));
-        }
-        let mut s = Settings::new(settings);
-        let settings = Unigram::trainer_settings(&mut s, first)?;
-        s.finish()?;
-        let target = match (dev, ratios) {
-            (Some(dev), None) => {
-                parity::Target::Dev(dev.iter().map(|c| std::mem::take(&mut *c.lock())).collect())
-            }
-            (None, Some(ratios)) => parity::Target::Ratios(ratios),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "give a development set or target ratios (one of them)",
-                ))
-            }
-        };
-        // Each counter locked once, however many languages share it.
-        let mut unique: Vec<&PieceCounter> = Vec::new();
-        let slots: Vec<usize> = counters
-            .iter()
-            .map(|c| {
-                let c: &PieceCounter = c;
-                unique
-                    .iter()
-                    .position(|u| std::ptr::eq(*u, c))
-                    .unwrap_or_else(|| {
-                        unique.push(c);
-                        unique.len() - 1
-                    })
-            })
-            .collect();
-        let guards: Vec<_> = unique.iter().map(|c| c.lock()).collect();
-        let languages: Vec<&PieceCounts> = slots.iter().map(|&i| &*guards[i]).collect();
-        let parity = parity::ParitySettings {
-            global_merges: 0,
-            window,
-            names,
-        };
-        let (model, record) = with_progress(py, progress, |p| {
-            unigram::train_parity(&languages, target, &settings, &parity, p)
-        })?;
-        drop(guards);
-        Ok((
-            Unigram::new(py, model)?,
-            record.chosen,
-            record.tokens_before,
-            record.tokens_after,
-            record.distinct_pieces,
-        ))
+    ) -> PyResult<(Self, Bound<'py, PyDict>)> {
+        let (model, record) = train_parity(
+            py,
+            &counters,
+            parity,
+            progress,
+            |first| {
+                let mut s = Settings::new(settings);
+                let settings = Unigram::trainer_settings(&mut s, first)?;
+                s.finish()?;
+                Ok(settings)
+            },
+            unigram::parity::train,
+        )?;
+        Ok((Unigram::new(py, model)?, record))
     }
 
     #[staticmethod]

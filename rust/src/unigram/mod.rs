@@ -40,13 +40,12 @@ mod encoder;
 pub mod files;
 mod lattice;
 mod merges;
-mod parity;
+pub mod parity;
 mod piece_trie;
 mod seeds;
 mod trainer;
 
 pub use merges::{RankedSettings, Segmentation};
-pub use parity::train_parity;
 pub use seeds::PieceRules;
 pub use trainer::{train, train_bpe, UnigramTrainerSettings};
 

@@ -117,7 +117,7 @@ const DESIRED_SLACK: f64 = 1.1;
 /// Words per unit of parallel work.
 const CHUNK: usize = 512;
 /// A lattice node that is the unknown piece.
-const UNK: u32 = u32::MAX;
+pub(super) const UNK: u32 = u32::MAX;
 
 /// Learns a Unigram model from counted words (a SentencePiece counter's).
 pub fn train(
@@ -498,7 +498,7 @@ pub(super) struct Words {
 }
 
 /// The stand-in of a rare character in `Words`.
-const RARE_BYTE: u8 = 0xFF;
+pub(super) const RARE_BYTE: u8 = 0xFF;
 
 impl Words {
     pub(super) fn new(words: &[(Vec<u8>, u64)], required: &FxHashMap<char, u64>) -> Self {
