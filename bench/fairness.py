@@ -2,18 +2,18 @@
 size, on a skewed mix like real corpora, evaluated on held-out parallel
 text.
 
-    python bench/fairness.py                    # BPE at 16,000 and 32,000 (~3 min)
-    python bench/fairness.py --models wordpiece,unigram --repeat 1
+    python bench/fairness.py                    # BPE, WordPiece, Unigram at 16,000 and 32,000 (~6 min)
+    python bench/fairness.py --models bpe --repeat 1
     python bench/fairness.py --quick            # 8,000 only, 20 MB of English not all of it
-    python bench/fairness.py --sizes 16000 --html out/   # also the reports as HTML pages
+    python bench/fairness.py --html out/        # also one report page per size, every run side by side
 
 Training text: the English benchmark corpus (``en_100MB.txt``) plus FLORES-200
 lines 1-600 of each of 32 languages (English included); development set
 (parity-aware training's measure): lines 601-800, left out of both runs'
 training; evaluation: lines 801-1004, seen by neither. Counting is done
-once (``polytok.LanguageCounts``); each model is trained from the counts,
-and timed, classically and parity-aware (the base variant, and the hybrid
-with half the merges global).
+once per model (``polytok.LanguageCounts``); each model is trained from
+the counts, and timed, classically and parity-aware (the base variant, and
+for BPE and WordPiece the hybrid with half the merges global).
 
 Reported per model and size: the Gini coefficient of per-language token
 cost (tokens per line, each language weighed alike: sum_i sum_j |c_i - c_j|
@@ -65,12 +65,19 @@ def evaluate(tokenizer, lines: dict[str, list[str]]) -> dict[str, float]:
     return {code: sum(map(len, tokenizer.encode_batch_ids(lines[code][EVAL]))) / len(lines[code][EVAL]) for code in LANGUAGES}
 
 
-#: Each model: its counts, its tokenizer class, and whether it has the
-#: hybrid variant (global merges first).
+#: Each model: its counts (a ``Counts`` constructor and its arguments), its
+#: tokenizer class, its training settings, and whether it has the hybrid
+#: variant (global merges first). BPE counts every pair (min_frequency 1):
+#: at 32,000 the languages with 600 lines otherwise run out of pairs seen
+#: twice. WordPiece keeps its default of 2: its score ranks a pair seen once,
+#: of symbols seen once, highest, and such merges help no other text.
+#: WordPiece is uncased by default, as BERT (``--cased``: as multilingual
+#: BERT; lowercasing strips accents, and with them the vowel signs of
+#: Indic scripts).
 MODELS = {
-    "bpe": ("for_bpe", "BPETokenizer", True),
-    "wordpiece": ("for_wordpiece", "WordPieceTokenizer", True),
-    "unigram": ("for_unigram", "UnigramTokenizer", False),
+    "bpe": (("for_bpe", {}), "BPETokenizer", {"min_frequency": 1}, True),
+    "wordpiece": (("for_wordpiece", {}), "WordPieceTokenizer", {"min_frequency": 2}, True),
+    "unigram": (("for_unigram", {}), "UnigramTokenizer", {}, False),
 }
 
 
@@ -79,9 +86,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="16000,32000", help="vocabulary sizes (default 16000,32000)")
     ap.add_argument("--quick", action="store_true", help="8,000 only, on 20 MB of English")
     ap.add_argument("--html", type=Path, default=None, help="write each size's report (every model, classical and parity-aware, side by side) here as HTML")
-    ap.add_argument("--models", default="bpe", help=f"models to compare, of {','.join(MODELS)} (default bpe)")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"models to compare (default {','.join(MODELS)})")
     ap.add_argument("--repeat", type=int, default=3, help="training runs per setting, the median timed (default 3)")
-    ap.add_argument("--min-frequency", type=int, default=2, help="min_frequency of BPE and WordPiece runs (default 2)")
+    ap.add_argument("--min-frequency", type=int, default=None, help="min_frequency of BPE and WordPiece runs (default: BPE 1, WordPiece 2)")
+    ap.add_argument("--cased", action="store_true", help="WordPiece cased (default: uncased, as BERT)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     polytok = _data.import_polytok()
@@ -98,15 +106,18 @@ def main() -> None:
     # Every model's runs at each size, for one page per size.
     pages: dict[int, list] = {size: [] for size in sizes}
     for model in models:
-        make_counts, class_name, hybrid = MODELS[model]
+        (make_counts, counting), class_name, settings, hybrid = MODELS[model]
+        if args.min_frequency is not None and "min_frequency" in settings:
+            settings = {**settings, "min_frequency": args.min_frequency}
+        if model == "wordpiece" and args.cased:
+            counting = {"lowercase": False}
         t0 = time.perf_counter()
-        counts = polytok.LanguageCounts(getattr(polytok.Counts, make_counts)())
+        counts = polytok.LanguageCounts(getattr(polytok.Counts, make_counts)(**counting))
         for code in LANGUAGES:
             counts.add_texts(code, lines[code][TRAIN] + (english if code == "eng_Latn" else []))
         print(f"{model}: counted {len(LANGUAGES)} languages, {counts.total().text_bytes / 1e6:.0f} MB "
               f"({counts['eng_Latn'].text_bytes / counts.total().text_bytes:.1%} English) in {time.perf_counter() - t0:.1f} s")
         trainer = getattr(polytok, class_name)
-        settings = {} if model == "unigram" else {"min_frequency": args.min_frequency}
         rows = []
         for size in sizes:
             runs = {"classical": {}, "parity-aware": {"parity": dev}}
@@ -134,7 +145,7 @@ def main() -> None:
             pages[size] += [(f"{model} {name}", tokenizer) for name, (tokenizer, _, _) in results.items()]
         _data.print_table(
             f"{model}, classical against parity-aware"
-            + (f", min_frequency {args.min_frequency}" if settings else "")
+            + "".join(f", {name} {value}" for name, value in {**counting, **settings}.items())
             + " (FLORES-200 lines 801-1004; development set 601-800)",
             ["vocab", "training", "Gini", "vs classical", "total tokens", "vs classical",
              "costliest (premium over eng)", f"train s (median of {args.repeat})", "time vs classical"],
