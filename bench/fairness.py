@@ -71,13 +71,16 @@ def evaluate(tokenizer, lines: dict[str, list[str]]) -> dict[str, float]:
 #: at 32,000 the languages with 600 lines otherwise run out of pairs seen
 #: twice. WordPiece keeps its default of 2: its score ranks a pair seen once,
 #: of symbols seen once, highest, and such merges help no other text.
+#: Unigram falls back to bytes (as the SentencePiece models of Llama and
+#: Gemma): without, the characters past its coverage of a corpus that is
+#: mostly English (Chinese, Japanese, Korean ones) are one cheap ``<unk>``.
 #: WordPiece is uncased by default, as BERT (``--cased``: as multilingual
 #: BERT; lowercasing strips accents, and with them the vowel signs of
 #: Indic scripts).
 MODELS = {
     "bpe": (("for_bpe", {}), "BPETokenizer", {"min_frequency": 1}, True),
     "wordpiece": (("for_wordpiece", {}), "WordPieceTokenizer", {"min_frequency": 2}, True),
-    "unigram": (("for_unigram", {}), "UnigramTokenizer", {}, False),
+    "unigram": (("for_unigram", {}), "UnigramTokenizer", {"byte_fallback": True}, False),
 }
 
 

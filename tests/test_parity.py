@@ -92,7 +92,14 @@ def test_parity_aware_unigram(flores):
     assert gini(after.values()) < 0.8 * gini(before.values()), (before, after)
     record = parity.training["parity"]
     assert record["target"] == "dev" and sum(record["rounds_by_language"].values()) > 0
-    assert record["tokens_after"] == {code: sum(map(len, parity.encode_batch_ids(lines))) for code, lines in dev(flores).items()}
+    def dev_tokens(tokenizer):
+        return {code: sum(map(len, tokenizer.encode_batch_ids(lines))) for code, lines in dev(flores).items()}
+
+    # The costs training measured are the model's tokens: rare characters
+    # in a row one <unk>, or with byte fallback each its UTF-8 bytes.
+    assert record["tokens_after"] == dev_tokens(parity)
+    fallback = train(parity=dev(flores), byte_fallback=True, character_coverage=0.99)
+    assert fallback.training["parity"]["tokens_after"] == dev_tokens(fallback)
     assert parity.training["add_dummy_prefix"] is True and parity.training["vocab_size"] == 3000
     assert train(parity=dev(flores)).to_json() == parity.to_json()
     balanced = train(balance=0.0)

@@ -84,18 +84,46 @@ pub fn train(
             .iter()
             .map(|counts| counts.counts.iter().map(|(w, &c)| (w.clone(), c)).collect()),
     );
+    // Each language's characters, for what its rare ones cost as bytes.
+    let training_characters = settings
+        .byte_fallback
+        .then(|| character_counts(&words, &layout));
     let Seeded {
         mut corpus,
         required,
         vocab,
     } = seeded(words, settings, progress)?;
-    let (dev, ratios) = match target {
+    let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
+    let (dev, ratios, measured_characters) = match target {
         Target::Dev(dev) => {
-            let required: FxHashMap<char, u64> = required.iter().copied().collect();
             let (words, layout) = laid_out(dev.into_iter().map(|c| c.counts.into_iter().collect()));
-            (Some((Words::new(&words, &required), layout)), None)
+            let characters = settings
+                .byte_fallback
+                .then(|| character_counts(&words, &layout));
+            (
+                Some((Words::new(&words, &required_set), layout)),
+                None,
+                characters,
+            )
         }
-        Target::Ratios(ratios) => (None, Some(ratios)),
+        Target::Ratios(ratios) => (None, Some(ratios), training_characters),
+    };
+    // With byte fallback a rare character is its UTF-8 bytes, not one
+    // `<unk>`: each language's tokens are those of its words with every
+    // rare character one token, plus this.
+    let unknown = Unknown {
+        extra_bytes: measured_characters.map(|languages| {
+            languages
+                .iter()
+                .map(|characters| {
+                    characters
+                        .iter()
+                        .filter(|(c, _)| !required_set.contains_key(c))
+                        .map(|(c, &n)| (c.len_utf8() as u64 - 1) * n)
+                        .sum()
+                })
+                .collect()
+        }),
     };
     // What each language's cost is measured on.
     fn measured<'a>(
@@ -108,7 +136,7 @@ pub fn train(
     }
     let (words, words_layout) = measured(&dev, &corpus, &layout);
     let mut costs = Costs::new(
-        characters(words, words_layout, progress),
+        characters(words, words_layout, &unknown, progress),
         ratios.as_deref(),
         parity,
     );
@@ -116,7 +144,7 @@ pub fn train(
     let mut round = 0;
     let vocab = em_and_prune(vocab, &mut corpus, settings, progress, |vocab, corpus| {
         let (words, words_layout) = measured(&dev, corpus, &layout);
-        costs.tokens = tokens(vocab, words, words_layout, progress);
+        costs.tokens = tokens(vocab, words, words_layout, &unknown, progress);
         if round == 0 {
             // The seeds, every piece there will be: a language they do not
             // shorten, none will.
@@ -139,7 +167,13 @@ pub fn train(
         .map(|p| (p.text.clone(), f64::from(p.score)))
         .unzip();
     let (words, words_layout) = measured(&dev, &corpus, &layout);
-    costs.tokens = tokens(&Vocab::new(texts, scores), words, words_layout, progress);
+    costs.tokens = tokens(
+        &Vocab::new(texts, scores),
+        words,
+        words_layout,
+        &unknown,
+        progress,
+    );
     let model = UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)?;
     Ok((model, costs.record(distinct_pieces)))
 }
@@ -171,45 +205,94 @@ fn laid_out(languages: impl Iterator<Item = Vec<(Vec<u8>, u64)>>) -> (Vec<(Vec<u
     (words, Layout { starts })
 }
 
+/// How the model encodes unknown (rare) characters: in a row, one `<unk>`;
+/// with byte fallback (`extra_bytes`: each language's rare characters'
+/// UTF-8 bytes past their first, weighted), each its bytes.
+struct Unknown {
+    extra_bytes: Option<Vec<u64>>,
+}
+
+impl Unknown {
+    /// Each language's tokens, from its words' tokens with every rare
+    /// character one token (`each_one`), or with those in a row one.
+    fn tokens(&self, each_one: impl Fn(bool) -> Vec<u64>) -> Vec<u64> {
+        match &self.extra_bytes {
+            Some(extra) => each_one(false)
+                .iter()
+                .zip(extra)
+                .map(|(t, e)| t + e)
+                .collect(),
+            None => each_one(true),
+        }
+    }
+}
+
 /// Each language's tokens with `vocab`: Σ count × pieces in each word's
-/// best segmentation, as the model encodes it: unknown characters in a row
-/// are one `<unk>` (with byte fallback, each unknown character counts one,
-/// where the model encodes its UTF-8 bytes: words hold a rare character as
-/// one byte).
-fn tokens(vocab: &Vocab, words: &Words, layout: &Layout, progress: &Progress) -> Vec<u64> {
+/// best segmentation, unknown characters counted as the model encodes them
+/// (`Unknown`).
+fn tokens(
+    vocab: &Vocab,
+    words: &Words,
+    layout: &Layout,
+    unknown: &Unknown,
+    progress: &Progress,
+) -> Vec<u64> {
     let unk_score = vocab.unk_score();
-    let (tokens, _) = words.sum_over(layout.languages(), progress, |w, buffers, sums| {
-        let mut pieces = 0;
-        let mut last = None;
-        vocab.best_segmentation(words.word(w), unk_score, buffers, |id| {
-            if !(id == UNK && last == Some(UNK)) {
-                pieces += 1;
-            }
-            last = Some(id);
+    unknown.tokens(|merge_runs| {
+        let (tokens, _) = words.sum_over(layout.languages(), progress, |w, buffers, sums| {
+            let mut pieces = 0;
+            let mut last = None;
+            vocab.best_segmentation(words.word(w), unk_score, buffers, |id| {
+                if !(merge_runs && id == UNK && last == Some(UNK)) {
+                    pieces += 1;
+                }
+                last = Some(id);
+            });
+            sums[layout.language(w)] += pieces * words.counts[w];
+            0.0
         });
-        sums[layout.language(w)] += pieces * words.counts[w];
-        0.0
-    });
-    tokens
+        tokens
+    })
 }
 
 /// Each language's characters: its tokens before any piece longer than one
-/// (rare characters in a row are one `<unk>`, as `tokens` counts them).
-fn characters(words: &Words, layout: &Layout, progress: &Progress) -> Vec<u64> {
-    let (characters, _) = words.sum_over(layout.languages(), progress, |w, _, sums| {
-        // A character starts at every byte but UTF-8's continuation bytes;
-        // a rare character is one byte, 0xFF.
-        let word = words.word(w);
-        let starts = (0..word.len())
-            .filter(|&i| {
-                word[i] & 0xC0 != 0x80
-                    && !(word[i] == RARE_BYTE && i > 0 && word[i - 1] == RARE_BYTE)
-            })
-            .count();
-        sums[layout.language(w)] += starts as u64 * words.counts[w];
-        0.0
-    });
-    characters
+/// (rare characters counted as `tokens` counts them).
+fn characters(words: &Words, layout: &Layout, unknown: &Unknown, progress: &Progress) -> Vec<u64> {
+    unknown.tokens(|merge_runs| {
+        let (characters, _) = words.sum_over(layout.languages(), progress, |w, _, sums| {
+            // A character starts at every byte but UTF-8's continuation
+            // bytes; a rare character is one byte, 0xFF.
+            let word = words.word(w);
+            let starts = (0..word.len())
+                .filter(|&i| {
+                    word[i] & 0xC0 != 0x80
+                        && !(merge_runs
+                            && word[i] == RARE_BYTE
+                            && i > 0
+                            && word[i - 1] == RARE_BYTE)
+                })
+                .count();
+            sums[layout.language(w)] += starts as u64 * words.counts[w];
+            0.0
+        });
+        characters
+    })
+}
+
+/// Each language's characters, weighted by their words' counts.
+fn character_counts(words: &[(Vec<u8>, u64)], layout: &Layout) -> Vec<FxHashMap<char, u64>> {
+    (0..layout.languages())
+        .into_par_iter()
+        .map(|l| {
+            let mut counts: FxHashMap<char, u64> = FxHashMap::default();
+            for (word, count) in &words[layout.starts[l]..layout.starts[l + 1]] {
+                for c in String::from_utf8_lossy(word).chars() {
+                    *counts.entry(c).or_insert(0) += count;
+                }
+            }
+            counts
+        })
+        .collect()
 }
 
 /// The languages' weights.
