@@ -51,7 +51,7 @@
 use std::sync::Mutex;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::seeds::{seed_pieces, PieceRules, WordText, RARE};
 use super::{Piece, PieceKind, UnigramModel, Whitespace};
@@ -134,7 +134,7 @@ pub fn train(
         mut corpus,
         required,
         vocab,
-    } = seeded(words, settings, progress)?;
+    } = seeded(words, &[], settings, progress)?;
     let vocab = em_and_prune(vocab, &mut corpus, settings, progress, |_, _| Ok(None))?;
     let pieces = finalize(&vocab, &required, settings);
     UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
@@ -163,16 +163,19 @@ pub(super) struct Seeded {
 }
 
 /// Steps 1 and 2: the words laid out, the required characters and the
-/// seed vocabulary.
+/// seed vocabulary. `groups`: where each group of words starts, and the
+/// end, when the characters must cover each group's text (each language's,
+/// parity-aware) rather than all of it.
 pub(super) fn seeded(
     words: Vec<(Vec<u8>, u64)>,
+    groups: &[usize],
     settings: &UnigramTrainerSettings,
     progress: &Progress,
 ) -> Result<Seeded> {
     let n_meta = n_meta(settings);
 
     // 1. Characters.
-    let required = required_characters(&words, settings)?;
+    let required = required_characters(&words, groups, settings)?;
     let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
     let corpus = Words::new(&words, &required_set);
     // Hundreds of thousands of allocations: freed on all cores.
@@ -274,25 +277,43 @@ pub(super) fn n_meta(settings: &UnigramTrainerSettings) -> usize {
     1 + settings.special_tokens.len() + if settings.byte_fallback { 256 } else { 0 }
 }
 
-/// The characters that make `character_coverage` of the words' text, most
-/// frequent first (the others are unknown, or bytes with byte fallback);
-/// an error if they and the meta pieces exceed the vocabulary.
+/// The characters that make `character_coverage` of the words' text (with
+/// `groups`, of each group's text), most frequent first (the others are
+/// unknown, or bytes with byte fallback); an error if they and the meta
+/// pieces exceed the vocabulary.
 fn required_characters(
     words: &[(Vec<u8>, u64)],
+    groups: &[usize],
     settings: &UnigramTrainerSettings,
 ) -> Result<Vec<(char, u64)>> {
+    // The most frequent characters that make `character_coverage` of
+    // `characters` (most frequent first).
+    let covering = |characters: &[(char, u64)]| -> usize {
+        let total: u64 = characters.iter().map(|&(_, n)| n).sum();
+        let mut covered = 0u64;
+        characters
+            .iter()
+            .take_while(|&&(_, n)| {
+                let enough = covered as f64 >= settings.character_coverage * total as f64;
+                covered += n;
+                !enough
+            })
+            .count()
+    };
     let characters = count_characters(words);
-    let total: u64 = characters.iter().map(|&(_, n)| n).sum();
-    let mut covered = 0u64;
-    let required: Vec<(char, u64)> = characters
-        .iter()
-        .take_while(|&&(_, n)| {
-            let enough = covered as f64 >= settings.character_coverage * total as f64;
-            covered += n;
-            !enough
-        })
-        .copied()
-        .collect();
+    let required: Vec<(char, u64)> = if groups.len() < 3 {
+        characters[..covering(&characters)].to_vec()
+    } else {
+        let mut kept: FxHashSet<char> = FxHashSet::default();
+        for group in groups.windows(2) {
+            let own = count_characters(&words[group[0]..group[1]]);
+            kept.extend(own[..covering(&own)].iter().map(|&(c, _)| c));
+        }
+        characters
+            .into_iter()
+            .filter(|(c, _)| kept.contains(c))
+            .collect()
+    };
     let n_meta = n_meta(settings);
     let least = n_meta + required.len();
     if settings.vocab_size < least {
@@ -332,7 +353,7 @@ pub fn train_bpe(
     // Sorted: the same input order, so the same merges among ties' ids.
     let mut words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
     words.par_sort_unstable();
-    let required = required_characters(&words, settings)?;
+    let required = required_characters(&words, &[], settings)?;
     let symbol_of: FxHashMap<char, u32> = required
         .iter()
         .enumerate()
