@@ -13,14 +13,18 @@ import polytok
 LANGUAGES = ("eng_Latn", "deu_Latn", "fin_Latn", "rus_Cyrl", "hin_Deva", "amh_Ethi", "tam_Taml", "zho_Hans")
 
 
-@pytest.fixture(scope="module")
-def skewed(flores) -> polytok.LanguageCounts:
+def skewed_counts(flores, template: polytok.Counts) -> polytok.LanguageCounts:
     """English with eight times the text of each other language, as real
     corpora are skewed (lines 0..800 of English, 0..100 of the others)."""
-    counts = polytok.LanguageCounts(polytok.Counts.for_bpe())
+    counts = polytok.LanguageCounts(template)
     for language in LANGUAGES:
         counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
     return counts
+
+
+@pytest.fixture(scope="module")
+def skewed(flores) -> polytok.LanguageCounts:
+    return skewed_counts(flores, polytok.Counts.for_bpe())
 
 
 def dev(flores) -> dict[str, list[str]]:
@@ -58,9 +62,7 @@ def test_parity_aware_bpe_costs_languages_more_alike(skewed, flores):
 
 
 def test_parity_aware_wordpiece(flores):
-    counts = polytok.LanguageCounts(polytok.Counts.for_wordpiece())
-    for language in LANGUAGES:
-        counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
+    counts = skewed_counts(flores, polytok.Counts.for_wordpiece())
     train = lambda **kw: polytok.WordPieceTokenizer.train_from_counts(counts, vocab_size=4000, **kw)  # noqa: E731
     classical, parity = train(), train(parity=dev(flores))
     before, after = held_out_costs(classical, flores), held_out_costs(parity, flores)
@@ -83,9 +85,7 @@ def test_parity_aware_wordpiece(flores):
 
 
 def test_parity_aware_unigram(flores):
-    counts = polytok.LanguageCounts(polytok.Counts.for_unigram())
-    for language in LANGUAGES:
-        counts.add_texts(language, flores[language][: 800 if language == "eng_Latn" else 100])
+    counts = skewed_counts(flores, polytok.Counts.for_unigram())
     train = lambda **kw: polytok.UnigramTokenizer.train_from_counts(counts, vocab_size=3000, **kw)  # noqa: E731
     classical, parity = train(), train(parity=dev(flores))
     before, after = held_out_costs(classical, flores), held_out_costs(parity, flores)

@@ -180,6 +180,16 @@ impl Part {
     }
 }
 
+/// Drops `value` on a thread of its own: freeing many small allocations
+/// (the pieces, the index's lists) takes tens of milliseconds that training
+/// need not wait for. Not on the pool, whose threads training may need at
+/// once.
+pub fn drop_in_background<T: Send + 'static>(value: T) {
+    // Without a thread (none left to start), the closure, and so `value`,
+    // is dropped here.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
+}
+
 impl PairIndex {
     /// Indexes `words` (each with its count), on all cores.
     ///

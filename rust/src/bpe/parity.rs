@@ -43,13 +43,11 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::trainer::{
-    drop_in_background, merged_token, model, Candidate, Candidates, Measure, TrainerSettings,
-};
+use super::trainer::{merged_token, model, Candidate, Candidates, Measure, TrainerSettings};
 use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::Result;
-use crate::pair_index::{pair_ids, PairIndex};
+use crate::pair_index::{drop_in_background, pair_ids, PairIndex};
 use crate::parity::{check, distinct_pieces, Costs};
 pub use crate::parity::{ParityRecord, ParitySettings, Target};
 use crate::progress::{Progress, Stage};

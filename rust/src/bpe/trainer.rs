@@ -38,7 +38,7 @@ use rayon::prelude::*;
 use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
-use crate::pair_index::{pair_ids, PairIndex};
+use crate::pair_index::{drop_in_background, pair_ids, PairIndex};
 use crate::progress::{Progress, Stage};
 use crate::text::pattern::Pattern;
 
@@ -348,14 +348,4 @@ impl State {
             }
         });
     }
-}
-
-/// Drops `value` on a thread of its own: freeing many small allocations
-/// (the pieces, the index's lists) takes tens of milliseconds that training
-/// need not wait for. Not on the pool, whose threads training may need at
-/// once.
-pub(super) fn drop_in_background<T: Send + 'static>(value: T) {
-    // Without a thread (none left to start), the closure, and so `value`,
-    // is dropped here.
-    let _ = std::thread::Builder::new().spawn(move || drop(value));
 }

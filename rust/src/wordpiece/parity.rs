@@ -27,6 +27,7 @@
 //! over the languages' indexes, plus one lookup per language; the pushes
 //! are paid by the language that needs its best pair.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::trainer::{
@@ -35,7 +36,7 @@ use super::trainer::{
 use super::WordPieceModel;
 use crate::counting::PieceCounts;
 use crate::error::Result;
-use crate::pair_index::{pair_ids, PairIndex};
+use crate::pair_index::{drop_in_background, pair_ids, PairIndex};
 use crate::parity::{check, distinct_pieces, Costs, ParityRecord, ParitySettings, Target};
 use crate::progress::{Progress, Stage};
 
@@ -62,41 +63,50 @@ pub fn train(
     progress: &Progress,
 ) -> Result<(WordPieceModel, ParityRecord)> {
     check(languages, &target, parity)?;
-    let distinct_pieces = distinct_pieces(languages);
-    let words: Vec<Vec<(&str, u64)>> = languages.iter().map(|c| sorted_words(c)).collect();
+    let (distinct_pieces, words) = rayon::join(
+        || distinct_pieces(languages),
+        || -> Vec<Vec<(&str, u64)>> { languages.par_iter().map(|c| sorted_words(c)).collect() },
+    );
     let mut symbols = Symbols::new(words.iter().flatten(), &specials(&settings.model), settings);
     check_size(&symbols, settings)?;
     let (dev, ratios) = target.into_parts(languages.len());
     let hybrid = parity.global_merges > 0;
-    let mut tokens = Vec::new();
+    // Each language's indexes and scores, and the tokens its cost is
+    // measured on, on all cores.
+    let (languages, tokens): (Vec<Language>, Vec<u64>) = words
+        .par_iter()
+        .zip(dev)
+        .map(|(words, dev)| {
+            let sequences = symbols.words(words);
+            let index = PairIndex::new(&sequences, 1)?;
+            let counts = Scores::symbol_counts(&sequences, symbols.len());
+            let scores = if hybrid {
+                Scores::new(counts, std::iter::empty(), settings.min_frequency)
+            } else {
+                Scores::new(counts, index.pairs(), settings.min_frequency)
+            };
+            let (dev, cost) = match dev {
+                Some(dev) => {
+                    let (sequences, unknown) = symbols.counted_words(&sorted_words(&dev));
+                    (
+                        Some(PairIndex::new(&sequences, 1)?),
+                        length(&sequences) + unknown,
+                    )
+                }
+                None => (None, length(&sequences)),
+            };
+            Ok((Language { index, scores, dev }, cost))
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    drop(words);
     let mut state = State {
-        languages: Vec::new(),
+        languages,
         global: None,
         min_frequency: settings.min_frequency,
         merges: 0,
     };
-    for (words, dev) in words.iter().zip(dev) {
-        let sequences = symbols.words(words);
-        let index = PairIndex::new(&sequences, 1)?;
-        let counts = Scores::symbol_counts(&sequences, symbols.len());
-        let scores = if hybrid {
-            Scores::new(counts, std::iter::empty(), settings.min_frequency)
-        } else {
-            Scores::new(counts, index.pairs(), settings.min_frequency)
-        };
-        let (dev, cost) = match dev {
-            Some(dev) => {
-                let (sequences, unknown) = symbols.counted_words(&sorted_words(&dev));
-                (
-                    Some(PairIndex::new(&sequences, 1)?),
-                    length(&sequences) + unknown,
-                )
-            }
-            None => (None, length(&sequences)),
-        };
-        tokens.push(cost);
-        state.languages.push(Language { index, scores, dev });
-    }
     if hybrid {
         state.global = Some(Global::new(
             &state.languages,
@@ -141,6 +151,7 @@ pub fn train(
     progress.force_noted(Stage::Merging, state.merges as u64, total_merges, || {
         costs.note()
     })?;
+    drop_in_background(state);
     let model = WordPieceModel::new(symbols.into_texts(), settings.model.clone())?;
     Ok((model, costs.record(distinct_pieces)))
 }
