@@ -5,7 +5,8 @@ says of it.
 
 Parity-aware training (Foroutan et al., 2025) gives each merge to the
 language that is worst off now, the one whose development text costs the
-most tokens, rather than to the most frequent pair over all the text; see
+most tokens, rather than to the most frequent pair over all the text
+(Unigram: each pruning round weighs the languages by their costs); see
 ``rust/src/parity.rs`` and each model's ``parity.rs``.
 """
 
