@@ -121,6 +121,38 @@ def test_progress_names_the_costliest_language(skewed, flores):
     assert notes[-1][3].startswith("costliest: ") and notes[-1][3].split()[1].rstrip(",") in LANGUAGES
 
 
+@pytest.mark.parametrize(("make", "trainer", "stage"), [
+    (polytok.Counts.for_wordpiece, polytok.WordPieceTokenizer, "merging"),
+    (polytok.Counts.for_unigram, polytok.UnigramTokenizer, "EM rounds"),
+])
+def test_every_model_names_the_costliest_language_and_bad_input(flores, make, trainer, stage):
+    from polytok import _core
+
+    counts = skewed_counts(flores, make())
+    notes = []
+    core_class = {"merging": _core.WordPiece, "EM rounds": _core.Unigram}[stage]
+    dev_counters = [make().add_texts(lines)._core for lines in dev(flores).values()]
+    core_class.train_parity(
+        [counts[code]._core for code in LANGUAGES], {"vocab_size": 3000}, {"dev": dev_counters, "names": list(LANGUAGES)},
+        progress=lambda stage, done, total, note=None: notes.append((stage, note)),
+    )
+    noted = [note for s, note in notes if s == stage and note]
+    assert noted and noted[-1].startswith("costliest: ") and noted[-1].split()[1].rstrip(",") in LANGUAGES
+    lines = dev(flores)
+    train = lambda **kw: trainer.train_from_counts(counts, vocab_size=3000, **kw)  # noqa: E731
+    with pytest.raises(ValueError, match="parallel .*: deu_Latn has 99 lines where the others have 100"):
+        train(parity={**lines, "deu_Latn": lines["deu_Latn"][:99]})
+    with pytest.raises(ValueError, match="nothing for language\\(s\\) 'zho_Hans'"):
+        train(parity={code: v for code, v in lines.items() if code != "zho_Hans"})
+    with pytest.raises(ValueError, match="balance \\(alpha\\) must be a number in \\[0, 1\\]"):
+        train(balance=1.5)
+    empty = polytok.LanguageCounts(make()).add_texts("en", ["hello there"]).add_texts("de", [])
+    with pytest.raises(ValueError, match="language 'de' has no text to learn from"):
+        trainer.train_from_counts(empty, vocab_size=300, parity={"en": 1.0, "de": 1.0})
+    with pytest.raises(ValueError, match="train from polytok.LanguageCounts"):
+        trainer.train_from_counts(counts.total(), vocab_size=3000, parity=lines)
+
+
 def test_variants_hybrid_window_and_ratios(skewed, flores):
     classical = polytok.BPETokenizer.train_from_counts(skewed, vocab_size=1500)
     # Every merge by counts over all languages is classical training.
