@@ -144,7 +144,7 @@ class BPETokenizer(Preset):
         development set's digest, or the ratios), the variants, the merges
         each language chose and each language's tokens before and after."""
         whole_numbers(vocab_size=vocab_size, max_token_bytes=max_token_bytes)
-        whole_numbers(minimum=0, min_frequency=min_frequency, parity_global_merges=parity_global_merges)
+        whole_numbers(minimum=0, min_frequency=min_frequency)
         if not isinstance(counts, LanguageCounts):
             if balance is not None or parity is not None:
                 raise ValueError("balance and parity weigh languages: train from polytok.LanguageCounts")

@@ -51,8 +51,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::trainer::{
-    self, em_and_prune, finalize, n_meta, seeded, sorted_words, Seeded, Vocab, Words, RARE_BYTE,
-    UNK,
+    self, count_characters, em_and_prune, finalize, n_meta, seeded, sorted_words, Seeded, Vocab,
+    Words, RARE_BYTE, UNK,
 };
 use super::{UnigramModel, UnigramTrainerSettings};
 use crate::counting::PieceCounts;
@@ -87,9 +87,9 @@ pub fn train(
             .iter()
             .map(|counts| counts.counts.iter().map(|(w, &c)| (w.clone(), c)).collect()),
     );
-    // Each language's characters, for what its rare ones cost as bytes.
-    let training_characters = settings
-        .byte_fallback
+    // Each language's characters, for what its rare ones cost as bytes
+    // (of the training text when it is what costs are measured on).
+    let training_characters = (settings.byte_fallback && matches!(target, Target::Ratios(_)))
         .then(|| character_counts(&words, &layout));
     let Seeded {
         mut corpus,
@@ -122,7 +122,7 @@ pub fn train(
                     characters
                         .iter()
                         .filter(|(c, _)| !required_set.contains_key(c))
-                        .map(|(c, &n)| (c.len_utf8() as u64 - 1) * n)
+                        .map(|&(c, n)| (c.len_utf8() as u64 - 1) * n)
                         .sum()
                 })
                 .collect()
@@ -283,18 +283,11 @@ fn characters(words: &Words, layout: &Layout, unknown: &Unknown, progress: &Prog
 }
 
 /// Each language's characters, weighted by their words' counts.
-fn character_counts(words: &[(Vec<u8>, u64)], layout: &Layout) -> Vec<FxHashMap<char, u64>> {
-    (0..layout.languages())
-        .into_par_iter()
-        .map(|l| {
-            let mut counts: FxHashMap<char, u64> = FxHashMap::default();
-            for (word, count) in &words[layout.starts[l]..layout.starts[l + 1]] {
-                for c in String::from_utf8_lossy(word).chars() {
-                    *counts.entry(c).or_insert(0) += count;
-                }
-            }
-            counts
-        })
+fn character_counts(words: &[(Vec<u8>, u64)], layout: &Layout) -> Vec<Vec<(char, u64)>> {
+    layout
+        .starts
+        .windows(2)
+        .map(|group| count_characters(&words[group[0]..group[1]]))
         .collect()
 }
 

@@ -468,7 +468,7 @@ pub(super) fn check(settings: &UnigramTrainerSettings) -> Result<()> {
 
 /// Each character with its count in the corpus, the most frequent first
 /// (ties: the smaller character first).
-fn count_characters(words: &[(Vec<u8>, u64)]) -> Vec<(char, u64)> {
+pub(super) fn count_characters(words: &[(Vec<u8>, u64)]) -> Vec<(char, u64)> {
     let counts = words
         .par_chunks(CHUNK)
         .map(|chunk| {
