@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
-use crate::counting::{self, Counter, PieceCounts};
+use crate::counting::{self, Counter, PieceCounts, PieceTable};
 use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
 use crate::parity;
@@ -169,6 +169,11 @@ fn parse_bad_bytes(errors: &str) -> PyResult<BadBytes> {
 struct PieceCounter {
     counter: Counter,
     counts: Mutex<PieceCounts>,
+    /// Rows counted on the caller's thread (`add_arrow_strings` with
+    /// `parallel=False`, one block after another on a Ray worker), kept in
+    /// the counting table until the counts are next read: adding each
+    /// block's table into the counts would cost a lookup per piece per block.
+    pending: Mutex<PieceTable>,
 }
 
 #[pymethods]
@@ -176,11 +181,10 @@ impl PieceCounter {
     #[new]
     #[pyo3(signature = (pattern, special_tokens = Vec::new()))]
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
-        Ok(PieceCounter {
-            counter: Counter::new(Pattern::parse(pattern).map_err(to_py)?, special_tokens)
-                .map_err(to_py)?,
-            counts: Mutex::new(PieceCounts::default()),
-        })
+        Ok(PieceCounter::with_counts(
+            Counter::new(Pattern::parse(pattern).map_err(to_py)?, special_tokens).map_err(to_py)?,
+            PieceCounts::default(),
+        ))
     }
 
     /// A counter of BERT words (normalized, cut at white space and
@@ -199,10 +203,10 @@ impl PieceCounter {
             strip_accents,
             lowercase,
         };
-        Ok(PieceCounter {
-            counter: Counter::bert(normalizer, special_tokens).map_err(to_py)?,
-            counts: Mutex::new(PieceCounts::default()),
-        })
+        Ok(PieceCounter::with_counts(
+            Counter::bert(normalizer, special_tokens).map_err(to_py)?,
+            PieceCounts::default(),
+        ))
     }
 
     /// A counter of SentencePiece words (spaces handled as SentencePiece
@@ -218,10 +222,10 @@ impl PieceCounter {
             add_dummy_prefix,
             ..Whitespace::default()
         };
-        Ok(PieceCounter {
-            counter: Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,
-            counts: Mutex::new(PieceCounts::default()),
-        })
+        Ok(PieceCounter::with_counts(
+            Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,
+            PieceCounts::default(),
+        ))
     }
 
     /// Counts a batch of texts on all cores (each text on its own: pieces
@@ -266,10 +270,10 @@ impl PieceCounter {
             self.lock().merge(counts);
             return Ok(());
         }
-        let mut guard = self.lock();
-        let total: &mut PieceCounts = &mut guard;
+        let mut guard = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let table: &mut PieceTable = &mut guard;
         guarded(py, true, || {
-            (0..rows).try_for_each(|i| self.counter.count_text(strings.row(i)?, total))
+            (0..rows).try_for_each(|i| self.counter.count_text(strings.row(i)?, table))
         })?
         .map_err(to_py)
     }
@@ -342,10 +346,10 @@ impl PieceCounter {
         } else {
             PieceCounts::default()
         };
-        Ok(PieceCounter {
-            counter: Counter::from_description(&self.counter.description()).map_err(to_py)?,
-            counts: Mutex::new(counts),
-        })
+        Ok(PieceCounter::with_counts(
+            Counter::from_description(&self.counter.description()).map_err(to_py)?,
+            counts,
+        ))
     }
 
     /// Adds `other`'s counts into this one's; a `ValueError` names the
@@ -456,16 +460,27 @@ impl PieceCounter {
     fn from_bytes(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
         let (counter, counts) =
             guarded(py, true, || counting::file::read(data, source))?.map_err(to_py)?;
-        Ok(PieceCounter {
-            counter,
-            counts: Mutex::new(counts),
-        })
+        Ok(PieceCounter::with_counts(counter, counts))
     }
 }
 
 impl PieceCounter {
+    fn with_counts(counter: Counter, counts: PieceCounts) -> Self {
+        PieceCounter {
+            counter,
+            counts: Mutex::new(counts),
+            pending: Mutex::default(),
+        }
+    }
+
+    /// The counts, with the pending rows added.
     fn lock(&self) -> std::sync::MutexGuard<'_, PieceCounts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.text_bytes > 0 {
+            counts.add_table(&std::mem::take(&mut *pending));
+        }
+        counts
     }
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
 /// The first 8 bytes, zero-padded. Built from at most two fixed-size loads
 /// (a variable-length copy would be a call to `memcpy` on every lookup).
 #[inline(always)]
-fn prefix(bytes: &[u8]) -> u64 {
+pub(crate) fn prefix(bytes: &[u8]) -> u64 {
     let n = bytes.len();
     if n >= 8 {
         u64::from_le_bytes(bytes[..8].try_into().unwrap())

@@ -14,6 +14,9 @@
 //! the sum gives the model that training from the whole corpus gives.
 
 pub mod file;
+mod table;
+
+pub use table::PieceTable;
 
 /// Text counted per round when memory is bounded (`Counter::count_files`).
 const ROUND_BYTES: u64 = 64 << 20;
@@ -32,7 +35,7 @@ use crate::progress::{Progress, Stage};
 use crate::text::bert::{for_each_word, BertNormalizer};
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::text::sentencepiece::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
-use crate::vocab::{hash_bytes, special_matcher};
+use crate::vocab::special_matcher;
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
 #[derive(Default, Debug, Clone)]
@@ -83,16 +86,31 @@ impl PieceCounts {
     pub fn add(&mut self, other: &PieceCounts) {
         self.counts
             .reserve(other.counts.len().saturating_sub(self.counts.len()) / 2);
-        for (piece, &count) in &other.counts {
-            match self.counts.get_mut(piece.as_slice()) {
+        self.add_pieces(
+            other
+                .counts
+                .iter()
+                .map(|(piece, &count)| (piece.as_slice(), count)),
+        );
+        self.text_bytes += other.text_bytes;
+        self.dropped += other.dropped;
+    }
+
+    /// Adds a table of counts into this one.
+    pub fn add_table(&mut self, table: &PieceTable) {
+        self.add_pieces(table.iter());
+        self.text_bytes += table.text_bytes;
+    }
+
+    fn add_pieces<'a>(&mut self, pieces: impl Iterator<Item = (&'a [u8], u64)>) {
+        for (piece, count) in pieces {
+            match self.counts.get_mut(piece) {
                 Some(total) => *total += count,
                 None => {
-                    self.counts.insert(piece.clone(), count);
+                    self.counts.insert(piece.to_vec(), count);
                 }
             }
         }
-        self.text_bytes += other.text_bytes;
-        self.dropped += other.dropped;
     }
 
     /// Adds another count into this one with every count multiplied by
@@ -149,82 +167,11 @@ impl PieceCounts {
     pub fn occurrences(&self) -> u64 {
         self.counts.values().sum()
     }
-
-    /// The sum of many counts. Adding the others into the largest costs a
-    /// lookup per piece they hold, all on one thread; so when they hold
-    /// more pieces than the largest, the sum is shared out instead: pieces
-    /// are split by hash and each share summed on its own, on all cores.
-    /// The shares hold different pieces, so joining them (the part left on
-    /// one thread) is one insertion per piece, with no lookup of an
-    /// existing one.
-    pub fn sum(parts: Vec<PieceCounts>) -> PieceCounts {
-        let sizes = parts.iter().map(|part| part.counts.len());
-        let largest = sizes.clone().max().unwrap_or(0);
-        if sizes.sum::<usize>() - largest <= largest {
-            return parts
-                .into_iter()
-                .fold(PieceCounts::default(), |mut total, part| {
-                    total.merge(part);
-                    total
-                });
-        }
-        let text_bytes = parts.iter().map(|part| part.text_bytes).sum();
-        let mut dropped = Dropped::default();
-        for part in &parts {
-            dropped += part.dropped;
-        }
-        // A power of two: the share is a few middle bits of the hash, which
-        // the maps use neither for buckets (low bits) nor tags (high bits).
-        let shares = (4 * rayon::current_num_threads()).next_power_of_two();
-        let share_of = |piece: &[u8]| (hash_bytes(piece) >> 32) as usize & (shares - 1);
-        // Each part's pieces, share by share.
-        let split: Vec<Vec<PieceList>> = parts
-            .into_par_iter()
-            .map(|part| {
-                let mut by_share = vec![Vec::new(); shares];
-                for (piece, count) in part.counts {
-                    by_share[share_of(&piece)].push((piece, count));
-                }
-                by_share
-            })
-            .collect();
-        // Each share's pieces, part by part.
-        let mut by_share: Vec<Vec<PieceList>> = (0..shares).map(|_| Vec::new()).collect();
-        for part in split {
-            for (share, pieces) in by_share.iter_mut().zip(part) {
-                share.push(pieces);
-            }
-        }
-        let summed: Vec<FxHashMap<Vec<u8>, u64>> = by_share
-            .into_par_iter()
-            .map(|lists| {
-                let mut counts = FxHashMap::default();
-                counts.reserve(lists.iter().map(Vec::len).max().unwrap_or(0));
-                for (piece, count) in lists.into_iter().flatten() {
-                    *counts.entry(piece).or_insert(0) += count;
-                }
-                counts
-            })
-            .collect();
-        let mut counts = FxHashMap::default();
-        counts.reserve(summed.iter().map(|share| share.len()).sum());
-        for share in summed {
-            counts.extend(share);
-        }
-        PieceCounts {
-            counts,
-            text_bytes,
-            dropped,
-        }
-    }
 }
 
 /// Bytes per part of a chunk for counters that count line by line (see
 /// `Counter::parts`).
 const PART_BYTES: usize = 1 << 18;
-
-/// Pieces and their counts, one after another.
-type PieceList = Vec<(Vec<u8>, u64)>;
 
 /// How a counter cuts text into pieces.
 enum Splitter {
@@ -408,37 +355,35 @@ impl Counter {
         &self.special_tokens
     }
 
-    /// Counts one text into `counts`.
-    pub fn count_text(&self, text: &str, counts: &mut PieceCounts) -> Result<()> {
-        counts.text_bytes += text.len() as u64;
-        let map = &mut counts.counts;
-        let mut add = |piece: &str| {
-            let bytes = piece.as_bytes();
-            if let Some(count) = map.get_mut(bytes) {
-                *count += 1;
-            } else {
-                map.insert(bytes.to_vec(), 1);
-            }
-        };
+    /// Counts one text into `table`.
+    pub fn count_text(&self, text: &str, table: &mut PieceTable) -> Result<()> {
+        table.text_bytes += text.len() as u64;
         let mut normalized = String::new();
         let mut pieces_of = |part: &str| match &self.splitter {
             // Without pre-tokenization, a whole file (or chunk of one) would
             // be a single piece: training counts lines instead.
             Splitter::Pattern(pretokenizer) if *pretokenizer.pattern() == Pattern::Whole => {
-                part.split_inclusive('\n').for_each(&mut add);
+                let mut tally = table.tally();
+                part.split_inclusive('\n')
+                    .for_each(|line| tally.add(line.as_bytes()));
                 Ok(())
             }
-            Splitter::Pattern(pretokenizer) => pretokenizer.for_each_piece(part, &mut add),
+            Splitter::Pattern(pretokenizer) => {
+                let mut tally = table.tally();
+                pretokenizer.for_each_piece(part, |piece| tally.add(piece.as_bytes()))
+            }
             Splitter::Bert(normalizer) => {
                 normalized.clear();
                 normalizer.normalize_into(part, &mut normalized);
-                for_each_word(&normalized, &mut add);
+                let mut tally = table.tally();
+                for_each_word(&normalized, |word| tally.add(word.as_bytes()));
                 Ok(())
             }
             Splitter::SentencePiece(whitespace) => {
                 for line in part.lines() {
                     prepare_text(line, *whitespace, &mut normalized);
-                    sentencepiece_words(&normalized, &mut add);
+                    let mut tally = table.tally();
+                    sentencepiece_words(&normalized, |word| tally.add(word.as_bytes()));
                 }
                 Ok(())
             }
@@ -468,19 +413,19 @@ impl Counter {
         n: usize,
         row: impl Fn(usize) -> Result<&'a str> + Sync,
     ) -> Result<PieceCounts> {
-        let per_thread: Vec<PieceCounts> = (0..n)
+        let per_thread: Vec<PieceTable> = (0..n)
             .into_par_iter()
             .with_min_len(n / rayon::current_num_threads())
             .fold(
-                || Ok(PieceCounts::default()),
-                |acc: Result<PieceCounts>, i| {
-                    let mut acc = acc?;
-                    self.count_text(row(i)?, &mut acc)?;
-                    Ok(acc)
+                || Ok(PieceTable::default()),
+                |table: Result<PieceTable>, i| {
+                    let mut table = table?;
+                    self.count_text(row(i)?, &mut table)?;
+                    Ok(table)
                 },
             )
             .collect::<Result<_>>()?;
-        Ok(PieceCounts::sum(per_thread))
+        Ok(PieceTable::sum(per_thread))
     }
 
     /// The parts of a chunk to count apart, as byte ranges. A SentencePiece
@@ -586,7 +531,7 @@ impl Counter {
         progress: impl Fn(u64) -> Result<()> + Sync,
     ) -> Result<(PieceCounts, bool)> {
         let threads = rayon::current_num_threads();
-        let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
+        let per_thread: Vec<Mutex<PieceTable>> = (0..threads).map(|_| Mutex::default()).collect();
         // Two chunks per thread at most are read and not yet counted (memory).
         let pending = Pending::new(2 * threads);
         let counted = AtomicU64::new(0);
@@ -634,7 +579,7 @@ impl Counter {
             return Err(err);
         }
         let more = read?;
-        let total = PieceCounts::sum(
+        let total = PieceTable::sum(
             per_thread
                 .into_iter()
                 .map(|counts| counts.into_inner().unwrap_or_else(|e| e.into_inner()))
@@ -701,37 +646,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    /// Counts of `n` pieces drawn from a few hundred, some in every part.
-    fn part(seed: u64, n: usize) -> PieceCounts {
-        let mut counts = PieceCounts::default();
-        let mut state = seed;
-        for _ in 0..n {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let piece = format!("p{}", (state >> 33) % 300).into_bytes();
-            *counts.counts.entry(piece).or_insert(0) += 1 + (state >> 60);
-            counts.text_bytes += 1;
-        }
-        counts
-    }
-
-    #[test]
-    fn sums_equal_adding_one_by_one() {
-        // Parts of like sizes are shared out; one large and small ones are
-        // added into the large one.
-        for sizes in [vec![500; 9], vec![4000, 30, 20, 10]] {
-            let parts = || sizes.iter().enumerate().map(|(i, &n)| part(i as u64, n));
-            let mut expected = PieceCounts::default();
-            for part in parts() {
-                expected.merge(part);
-            }
-            let sum = PieceCounts::sum(parts().collect());
-            assert_eq!(sum.counts, expected.counts);
-            assert_eq!(sum.text_bytes, expected.text_bytes);
-        }
-    }
-
     #[test]
     fn parts_and_shards_count_as_the_whole_text() {
         let counter = Counter::sentencepiece(Whitespace::default(), Vec::new()).unwrap();
@@ -745,17 +659,17 @@ mod tests {
             .collect();
         assert!(parts.len() > 3);
         assert_eq!(parts.concat(), texts.concat());
-        let mut whole = PieceCounts::default();
-        counter.count_text(&texts.concat(), &mut whole).unwrap();
+        let mut table = PieceTable::default();
+        counter.count_text(&texts.concat(), &mut table).unwrap();
+        let whole = PieceTable::sum(vec![table]);
         let counted = counter.count_texts(&parts).unwrap();
         assert_eq!(counted.counts, whole.counts);
         assert_eq!(counted.text_bytes, whole.text_bytes);
-        // Added through shards: the same as one into another.
-        let each: Vec<PieceCounts> = parts
-            .iter()
-            .map(|part| counter.count_texts(&[part]).unwrap())
-            .collect();
-        let sharded = PieceCounts::sum(each);
+        // Counted apart and added: the same.
+        let mut sharded = PieceCounts::default();
+        for part in &parts {
+            sharded.add(&counter.count_texts(&[part]).unwrap());
+        }
         assert_eq!(sharded.counts, whole.counts);
         assert_eq!(sharded.text_bytes, whole.text_bytes);
     }

@@ -93,7 +93,7 @@ pub fn prepare_text(text: &str, ws: Whitespace, out: &mut String) {
 
 /// The words of a prepared text, for training: each starts at a `▁` (the
 /// first may not, without a dummy prefix).
-pub fn for_each_word(prepared: &str, mut f: impl FnMut(&str)) {
+pub fn for_each_word<'t>(prepared: &'t str, mut f: impl FnMut(&'t str)) {
     let mut start = 0;
     for (i, _) in prepared.match_indices(SPACE_SYMBOL) {
         if i > start {
