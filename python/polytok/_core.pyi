@@ -140,7 +140,7 @@ class PieceCounter:
     def add(self, other: PieceCounter) -> None:
         """Adds ``other``'s counts into this one's; a ``ValueError`` names the setting that differs when they cut text differently."""
     def add_file_bytes(self, parts: Sequence[bytes], source: str) -> None:
-        """Adds the counts of many count files' bytes (read on all cores, merged in byte order); ``source`` names them in errors, a ``ValueError`` a part made another way."""
+        """Adds the counts of many count files' bytes (read into tables on all cores, then added shard by shard); ``source`` names them in errors, a ``ValueError`` a part made another way."""
     def add_scaled(self, other: PieceCounter, factor: float) -> None:
         """Adds ``other``'s counts, each multiplied by ``factor`` (at least 1) and rounded, never below 1 (language-balanced training); a ``ValueError`` when they cut text differently or the factor is below 1."""
     def prune(self, max_pieces: int) -> None:

@@ -129,8 +129,8 @@ def _drop_counting_workers(same_job: bool = True) -> None:
 
 
 def _added(total: Counts, parts: list[bytes]) -> Counts:
-    """``total`` with the counts of count files' bytes added (read on all
-    cores, merged in byte order)."""
+    """``total`` with the counts of count files' bytes added (read into
+    tables on all cores, then added shard by shard)."""
     total._core.add_file_bytes(parts, "counts from a Ray worker")
     return total
 

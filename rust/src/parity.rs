@@ -124,7 +124,7 @@ pub fn check(languages: &[&PieceCounts], target: &Target, parity: &ParitySetting
 pub fn distinct_pieces(languages: &[&PieceCounts]) -> usize {
     let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
     for counts in languages {
-        seen.extend(counts.counts.keys().map(Vec::as_slice));
+        seen.extend(counts.pieces.iter().map(|(piece, _)| piece));
     }
     seen.len()
 }

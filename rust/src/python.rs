@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
 use crate::corpus::BadBytes;
-use crate::counting::{self, Counter, PieceCounts, PieceTable};
+use crate::counting::{self, Counter, PieceCounts};
 use crate::decoders::{DecodeStream, Decoder};
 use crate::error::Error;
 use crate::parity;
@@ -169,11 +169,6 @@ fn parse_bad_bytes(errors: &str) -> PyResult<BadBytes> {
 struct PieceCounter {
     counter: Counter,
     counts: Mutex<PieceCounts>,
-    /// Rows counted on the caller's thread (`add_arrow_strings` with
-    /// `parallel=False`, one block after another on a Ray worker), kept in
-    /// the counting table until the counts are next read: adding each
-    /// block's table into the counts would cost a lookup per piece per block.
-    pending: Mutex<PieceTable>,
 }
 
 #[pymethods]
@@ -181,10 +176,11 @@ impl PieceCounter {
     #[new]
     #[pyo3(signature = (pattern, special_tokens = Vec::new()))]
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
-        Ok(PieceCounter::with_counts(
-            Counter::new(Pattern::parse(pattern).map_err(to_py)?, special_tokens).map_err(to_py)?,
-            PieceCounts::default(),
-        ))
+        Ok(PieceCounter {
+            counter: Counter::new(Pattern::parse(pattern).map_err(to_py)?, special_tokens)
+                .map_err(to_py)?,
+            counts: Mutex::new(PieceCounts::default()),
+        })
     }
 
     /// A counter of BERT words (normalized, cut at white space and
@@ -203,10 +199,10 @@ impl PieceCounter {
             strip_accents,
             lowercase,
         };
-        Ok(PieceCounter::with_counts(
-            Counter::bert(normalizer, special_tokens).map_err(to_py)?,
-            PieceCounts::default(),
-        ))
+        Ok(PieceCounter {
+            counter: Counter::bert(normalizer, special_tokens).map_err(to_py)?,
+            counts: Mutex::new(PieceCounts::default()),
+        })
     }
 
     /// A counter of SentencePiece words (spaces handled as SentencePiece
@@ -222,10 +218,10 @@ impl PieceCounter {
             add_dummy_prefix,
             ..Whitespace::default()
         };
-        Ok(PieceCounter::with_counts(
-            Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,
-            PieceCounts::default(),
-        ))
+        Ok(PieceCounter {
+            counter: Counter::sentencepiece(whitespace, special_tokens).map_err(to_py)?,
+            counts: Mutex::new(PieceCounts::default()),
+        })
     }
 
     /// Counts a batch of texts on all cores (each text on its own: pieces
@@ -270,10 +266,11 @@ impl PieceCounter {
             self.lock().merge(counts);
             return Ok(());
         }
-        let mut guard = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let table: &mut PieceTable = &mut guard;
+        let mut guard = self.lock();
+        let total: &mut PieceCounts = &mut guard;
         guarded(py, true, || {
-            (0..rows).try_for_each(|i| self.counter.count_text(strings.row(i)?, table))
+            self.counter
+                .count_many((0..rows).map(|i| strings.row(i)), total)
         })?
         .map_err(to_py)
     }
@@ -309,7 +306,7 @@ impl PieceCounter {
     /// Distinct pieces counted so far.
     #[getter]
     fn distinct_pieces(&self) -> usize {
-        self.lock().counts.len()
+        self.lock().len()
     }
 
     /// Bytes of text counted so far.
@@ -346,10 +343,10 @@ impl PieceCounter {
         } else {
             PieceCounts::default()
         };
-        Ok(PieceCounter::with_counts(
-            Counter::from_description(&self.counter.description()).map_err(to_py)?,
-            counts,
-        ))
+        Ok(PieceCounter {
+            counter: Counter::from_description(&self.counter.description()).map_err(to_py)?,
+            counts: Mutex::new(counts),
+        })
     }
 
     /// Adds `other`'s counts into this one's; a `ValueError` names the
@@ -371,30 +368,28 @@ impl PieceCounter {
     }
 
     /// Adds the counts of many count files' bytes (the partial counts of
-    /// workers): read on all cores, merged in byte order
-    /// (`SortedPieces::sum`), then added. `source` names them in errors; a
-    /// part made another way is a `ValueError`.
+    /// workers): read into tables on all cores, then added shard by shard.
+    /// `source` names them in errors; a part made another way is a
+    /// `ValueError`.
     fn add_file_bytes(&self, py: Python<'_>, parts: Vec<Vec<u8>>, source: &str) -> PyResult<()> {
         let read = in_pool(py, || {
             parts
                 .par_iter()
                 .enumerate()
-                .map(|(i, data)| counting::file::read_sorted(data, &format!("{source} {i}")))
+                .map(|(i, data)| counting::file::read(data, &format!("{source} {i}")))
                 .collect::<crate::error::Result<Vec<_>>>()
         })?
         .map_err(to_py)?;
-        let mut sorted = Vec::with_capacity(read.len());
-        for (counter, pieces) in read {
+        let mut counts = Vec::with_capacity(read.len());
+        for (counter, part) in read {
             if let Some(difference) = self.counter.difference(&counter) {
                 return Err(PyValueError::new_err(difference));
             }
-            sorted.push(pieces);
+            counts.push(part);
         }
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
-        guarded(py, true, || {
-            total.merge(counting::file::SortedPieces::sum(sorted))
-        })
+        guarded(py, true, || total.merge(PieceCounts::sum(counts)))
     }
 
     /// Adds `other`'s counts, each multiplied by `factor` (at least 1) and
@@ -437,8 +432,7 @@ impl PieceCounter {
         n: Option<usize>,
     ) -> Vec<(Bound<'py, PyBytes>, u64)> {
         let counts = self.lock();
-        let mut entries: Vec<(&Vec<u8>, u64)> =
-            counts.counts.iter().map(|(p, &c)| (p, c)).collect();
+        let mut entries: Vec<(&[u8], u64)> = counts.pieces.iter().collect();
         entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         entries.truncate(n.unwrap_or(usize::MAX));
         entries
@@ -460,27 +454,16 @@ impl PieceCounter {
     fn from_bytes(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
         let (counter, counts) =
             guarded(py, true, || counting::file::read(data, source))?.map_err(to_py)?;
-        Ok(PieceCounter::with_counts(counter, counts))
+        Ok(PieceCounter {
+            counter,
+            counts: Mutex::new(counts),
+        })
     }
 }
 
 impl PieceCounter {
-    fn with_counts(counter: Counter, counts: PieceCounts) -> Self {
-        PieceCounter {
-            counter,
-            counts: Mutex::new(counts),
-            pending: Mutex::default(),
-        }
-    }
-
-    /// The counts, with the pending rows added.
     fn lock(&self) -> std::sync::MutexGuard<'_, PieceCounts> {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.text_bytes > 0 {
-            counts.add_table(&std::mem::take(&mut *pending));
-        }
-        counts
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -333,8 +333,8 @@ fn counts_beyond_32_bits_do_not_overflow() {
     // Wrapped to 32 bits, "ab" (5e9) would count 705 032 704 and lose to
     // "cd" (4e9).
     let mut counts = PieceCounts::default();
-    counts.counts.insert(b"ab".to_vec(), 5_000_000_000);
-    counts.counts.insert(b"cd".to_vec(), 4_000_000_000);
+    counts.pieces.add(b"ab", 5_000_000_000);
+    counts.pieces.add(b"cd", 4_000_000_000);
     let model = train(counts, &settings(257, Pattern::Whole), &Progress::silent()).unwrap();
     assert_eq!(token(&model, 256), "ab");
 }

@@ -33,8 +33,6 @@
 
 use std::collections::BinaryHeap;
 
-use rayon::prelude::*;
-
 use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
@@ -318,10 +316,10 @@ impl State {
     fn new(counts: PieceCounts, mut candidates: Candidates) -> Result<Self> {
         // Sorted for speed (see the module docs); no result depends on the
         // order.
-        let mut pieces: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-        pieces.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let pieces = counts.sorted();
         let index = PairIndex::new(&pieces, candidates.min_count)?;
-        drop_in_background(pieces);
+        drop(pieces);
+        drop_in_background(counts);
         let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         for (pair, count) in index.pairs() {
             candidates.push(&tokens, pair, count);

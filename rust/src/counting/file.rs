@@ -19,7 +19,7 @@
 
 use serde_json::json;
 
-use super::{Counter, Dropped, PieceCounts};
+use super::{Counter, Dropped, PieceCounts, PieceTable};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 16] = b"POLYTOK-COUNTS\0\x01";
@@ -69,14 +69,12 @@ pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
 /// that made the counts, and the counts.
 pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
     let (counter, pieces) = read_sorted(data, source)?;
-    Ok((counter, SortedPieces::sum(vec![pieces])))
+    Ok((counter, pieces.into_counts()))
 }
 
 /// A count file's pieces as it holds them, in byte order, in one buffer:
-/// read without an allocation per piece, and added to others by merging
-/// (`SortedPieces::sum`) rather than by hashing every piece of every part.
-#[derive(Default)]
-pub struct SortedPieces {
+/// decoded without an allocation per piece, then counted into a table.
+struct SortedPieces {
     bytes: Vec<u8>,
     /// Where each piece ends in `bytes`.
     ends: Vec<usize>,
@@ -86,53 +84,26 @@ pub struct SortedPieces {
 }
 
 impl SortedPieces {
-    fn piece(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
-    }
-
-    /// The sum of count files' pieces: the parts merged in byte order (a
-    /// piece in several parts meets itself at the heads of their lists),
-    /// then one insertion per distinct piece.
-    pub fn sum(parts: Vec<SortedPieces>) -> PieceCounts {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
-
-        let mut heads: BinaryHeap<Reverse<(&[u8], usize, usize)>> = parts
-            .iter()
-            .enumerate()
-            .filter(|(_, part)| !part.counts.is_empty())
-            .map(|(p, part)| Reverse((part.piece(0), p, 0)))
-            .collect();
-        let mut merged: Vec<(&[u8], u64)> =
-            Vec::with_capacity(parts.iter().map(|p| p.counts.len()).max().unwrap_or(0));
-        while let Some(Reverse((piece, p, i))) = heads.pop() {
-            match merged.last_mut() {
-                Some((last, count)) if *last == piece => *count += parts[p].counts[i],
-                _ => merged.push((piece, parts[p].counts[i])),
-            }
-            if i + 1 < parts[p].counts.len() {
-                heads.push(Reverse((parts[p].piece(i + 1), p, i + 1)));
-            }
+    fn into_counts(self) -> PieceCounts {
+        let mut counts = PieceCounts {
+            pieces: PieceTable::with_capacity(self.counts.len()),
+            text_bytes: self.text_bytes,
+            dropped: self.dropped,
+        };
+        let mut tally = counts.pieces.tally();
+        let mut start = 0;
+        for (&end, &count) in self.ends.iter().zip(&self.counts) {
+            tally.add_count(&self.bytes[start..end], count);
+            start = end;
         }
-        let mut counts = PieceCounts::default();
-        counts.counts.reserve(merged.len());
-        counts.counts.extend(
-            merged
-                .into_iter()
-                .map(|(piece, count)| (piece.to_vec(), count)),
-        );
-        for part in &parts {
-            counts.text_bytes += part.text_bytes;
-            counts.dropped += part.dropped;
-        }
+        drop(tally);
         counts
     }
 }
 
 /// Reads a count file's bytes as `read` does, its pieces left as the file
 /// holds them.
-pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
+fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
     let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
     if data.len() < MAGIC.len() || data[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
         return Err(damaged(
@@ -289,7 +260,7 @@ mod tests {
         let data = write(&counter, &counts);
         let (read_counter, read_counts) = read(&data, "x.counts").unwrap();
         assert_eq!(read_counter.description(), counter.description());
-        assert_eq!(read_counts.counts, counts.counts);
+        assert_eq!(read_counts.pieces, counts.pieces);
         assert_eq!(read_counts.text_bytes, counts.text_bytes);
         assert_eq!(read_counts.dropped, counts.dropped);
         assert!(counts.dropped.pieces > 0);
@@ -371,8 +342,8 @@ mod tests {
         let (_, mut counts) = counted(&["a a a b b c"]);
         let total = counts.occurrences();
         counts.prune(2);
-        assert_eq!(counts.counts.len(), 2);
+        assert_eq!(counts.len(), 2);
         assert_eq!(counts.occurrences() + counts.dropped.occurrences, total);
-        assert!(counts.counts.contains_key(b" a".as_slice()));
+        assert!(counts.get(b" a").is_some());
     }
 }

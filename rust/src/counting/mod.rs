@@ -1,13 +1,11 @@
 //! Counting the pieces of a corpus, in parallel: the input of training.
 //!
 //! Text is cut around special tokens (they are never part of a learned
-//! token), pre-tokenized, and each piece's bytes counted. Chunks of text are
-//! counted on all cores into maps of their own, then added together.
-//!
-//! Adding maps up is the part of counting that does not spread over cores
-//! by itself, so files are counted into one map per pool thread, kept from
-//! chunk to chunk, and the maps are added on all cores (`PieceCounts::sum`;
-//! only joining the sums into one map is serial).
+//! token), pre-tokenized, and each piece's bytes counted in a table made
+//! for it (`table.rs`: why it is fast). Files are counted into one table per
+//! pool thread, kept from chunk to chunk; the tables are added shard by
+//! shard on all cores (`PieceCounts::sum`), so no part of adding them up
+//! is left to one thread.
 //!
 //! Counts are also a value of their own (`file.rs` writes and reads them):
 //! counted apart, on many machines, they add up exactly, and training from
@@ -27,7 +25,6 @@ use std::time::Duration;
 
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::{Error, Result};
@@ -35,12 +32,12 @@ use crate::progress::{Progress, Stage};
 use crate::text::bert::{for_each_word, BertNormalizer};
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::text::sentencepiece::{for_each_word as sentencepiece_words, prepare_text, Whitespace};
-use crate::vocab::special_matcher;
+use crate::vocab::{sort_key, special_matcher};
 
 /// Piece bytes -> number of occurrences (64-bit: no overflow on any corpus).
 #[derive(Default, Debug, Clone)]
 pub struct PieceCounts {
-    pub counts: FxHashMap<Vec<u8>, u64>,
+    pub pieces: PieceTable,
     /// Bytes of text counted.
     pub text_bytes: u64,
     /// What pruning left out (`prune`).
@@ -63,54 +60,32 @@ impl std::ops::AddAssign for Dropped {
 
 impl PieceCounts {
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.pieces.is_empty()
     }
 
-    /// Adds another count into this one.
-    pub fn merge(&mut self, other: PieceCounts) {
-        let (mut big, small) = if self.counts.len() >= other.counts.len() {
-            (std::mem::take(&mut self.counts), other.counts)
-        } else {
-            (other.counts, std::mem::take(&mut self.counts))
-        };
-        for (piece, count) in small {
-            *big.entry(piece).or_insert(0) += count;
+    /// Distinct pieces.
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// How often a piece was seen, if it was.
+    pub fn get(&self, piece: &[u8]) -> Option<u64> {
+        self.pieces.get(piece)
+    }
+
+    /// Adds another count into this one (the smaller into the larger).
+    pub fn merge(&mut self, mut other: PieceCounts) {
+        if other.len() > self.len() {
+            std::mem::swap(self, &mut other);
         }
-        self.counts = big;
-        self.text_bytes += other.text_bytes;
-        self.dropped += other.dropped;
+        self.add(&other);
     }
 
-    /// Adds another count into this one, leaving it as it is: only the
-    /// pieces new here are copied.
+    /// Adds another count into this one, leaving it as it is.
     pub fn add(&mut self, other: &PieceCounts) {
-        self.counts
-            .reserve(other.counts.len().saturating_sub(self.counts.len()) / 2);
-        self.add_pieces(
-            other
-                .counts
-                .iter()
-                .map(|(piece, &count)| (piece.as_slice(), count)),
-        );
+        self.pieces.add_table(&other.pieces);
         self.text_bytes += other.text_bytes;
         self.dropped += other.dropped;
-    }
-
-    /// Adds a table of counts into this one.
-    pub fn add_table(&mut self, table: &PieceTable) {
-        self.add_pieces(table.iter());
-        self.text_bytes += table.text_bytes;
-    }
-
-    fn add_pieces<'a>(&mut self, pieces: impl Iterator<Item = (&'a [u8], u64)>) {
-        for (piece, count) in pieces {
-            match self.counts.get_mut(piece) {
-                Some(total) => *total += count,
-                None => {
-                    self.counts.insert(piece.to_vec(), count);
-                }
-            }
-        }
     }
 
     /// Adds another count into this one with every count multiplied by
@@ -119,17 +94,29 @@ impl PieceCounts {
     /// weighs languages up, not down). Bytes of text are added unscaled.
     pub fn add_scaled(&mut self, other: &PieceCounts, factor: f64) {
         debug_assert!(factor >= 1.0);
-        for (piece, &count) in &other.counts {
-            let scaled = ((count as f64 * factor).round() as u64).max(1);
-            match self.counts.get_mut(piece.as_slice()) {
-                Some(total) => *total = total.saturating_add(scaled),
-                None => {
-                    self.counts.insert(piece.clone(), scaled);
-                }
-            }
-        }
+        self.pieces.add_tables(&[&other.pieces], |count| {
+            ((count as f64 * factor).round() as u64).max(1)
+        });
         self.text_bytes += other.text_bytes;
         self.dropped += other.dropped;
+    }
+
+    /// The sum of many counts, shard by shard on all cores (into the one
+    /// with the most pieces).
+    pub fn sum(mut parts: Vec<PieceCounts>) -> PieceCounts {
+        let Some(largest) = (0..parts.len()).max_by_key(|&i| parts[i].len()) else {
+            return PieceCounts::default();
+        };
+        let mut total = parts.swap_remove(largest);
+        total.pieces.add_tables(
+            &parts.iter().map(|part| &part.pieces).collect::<Vec<_>>(),
+            |count| count,
+        );
+        for part in parts {
+            total.text_bytes += part.text_bytes;
+            total.dropped += part.dropped;
+        }
+        total
     }
 
     /// Keeps the `max_pieces` most frequent pieces (ties: the smaller
@@ -138,34 +125,50 @@ impl PieceCounts {
     /// and scores that only they would have supported are lost, the others
     /// are counted exactly.
     pub fn prune(&mut self, max_pieces: usize) {
-        if self.counts.len() <= max_pieces {
+        if self.len() <= max_pieces {
             return;
         }
-        let mut entries: Vec<(Vec<u8>, u64)> = self.counts.drain().collect();
-        entries.par_sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        for (_, count) in entries.drain(max_pieces..) {
+        let mut entries: Vec<(&[u8], u64)> = self.pieces.par_iter().collect();
+        entries.par_sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        for &(_, count) in &entries[max_pieces..] {
             self.dropped.pieces += 1;
             self.dropped.occurrences += count;
         }
-        self.counts = entries.into_iter().collect();
+        let mut kept = PieceTable::with_capacity(max_pieces);
+        for &(piece, count) in &entries[..max_pieces] {
+            kept.add(piece, count);
+        }
+        drop(entries);
+        self.pieces = kept;
     }
 
     /// The pieces in byte order with their counts, borrowed (sorted on all
     /// cores): how count files are written, and how trainers lay pieces
     /// out so that pieces sharing a start lie together.
     pub fn sorted(&self) -> Vec<(&[u8], u64)> {
-        let mut pieces: Vec<(&[u8], u64)> = self
-            .counts
-            .iter()
-            .map(|(piece, &count)| (piece.as_slice(), count))
+        let mut keyed: Vec<(u64, &[u8], u64)> = self
+            .pieces
+            .par_iter()
+            .map(|(piece, count)| (sort_key(piece), piece, count))
             .collect();
-        pieces.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-        pieces
+        keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        keyed
+            .into_par_iter()
+            .map(|(_, piece, count)| (piece, count))
+            .collect()
+    }
+
+    /// The pieces in byte order with their counts, copied.
+    pub fn sorted_owned(&self) -> Vec<(Vec<u8>, u64)> {
+        self.sorted()
+            .into_par_iter()
+            .map(|(piece, count)| (piece.to_vec(), count))
+            .collect()
     }
 
     /// All occurrences counted (pieces kept).
     pub fn occurrences(&self) -> u64 {
-        self.counts.values().sum()
+        self.pieces.par_iter().map(|(_, count)| count).sum()
     }
 }
 
@@ -355,48 +358,87 @@ impl Counter {
         &self.special_tokens
     }
 
-    /// Counts one text into `table`.
-    pub fn count_text(&self, text: &str, table: &mut PieceTable) -> Result<()> {
-        table.text_bytes += text.len() as u64;
+    /// Counts one text into `counts`.
+    pub fn count_text(&self, text: &str, counts: &mut PieceCounts) -> Result<()> {
+        self.count_many([Ok(text)], counts)
+    }
+
+    /// Counts texts (stopping at the first error among them) into
+    /// `counts`, one after another. Pieces cut from the text itself (by a
+    /// pattern) go through one `Tally` for all the texts, so that its
+    /// lookahead runs on from one short text into the next; normalized
+    /// pieces (BERT's, SentencePiece's) live in a buffer the next text
+    /// overwrites, so they are tallied text by text.
+    pub fn count_many<'t>(
+        &self,
+        texts: impl IntoIterator<Item = Result<&'t str>>,
+        counts: &mut PieceCounts,
+    ) -> Result<()> {
+        let mut text_bytes = 0;
+        let mut texts = texts.into_iter().map(|text| {
+            let text = text?;
+            text_bytes += text.len() as u64;
+            Ok(text)
+        });
+        let table = &mut counts.pieces;
         let mut normalized = String::new();
-        let mut pieces_of = |part: &str| match &self.splitter {
-            // Without pre-tokenization, a whole file (or chunk of one) would
-            // be a single piece: training counts lines instead.
-            Splitter::Pattern(pretokenizer) if *pretokenizer.pattern() == Pattern::Whole => {
-                let mut tally = table.tally();
-                part.split_inclusive('\n')
-                    .for_each(|line| tally.add(line.as_bytes()));
-                Ok(())
-            }
+        let counted = match &self.splitter {
             Splitter::Pattern(pretokenizer) => {
                 let mut tally = table.tally();
-                pretokenizer.for_each_piece(part, |piece| tally.add(piece.as_bytes()))
+                texts.try_for_each(|text| {
+                    self.for_each_segment(text?, |part| {
+                        if *pretokenizer.pattern() == Pattern::Whole {
+                            // Without pre-tokenization, a whole file (or chunk
+                            // of one) would be a single piece: training counts
+                            // lines instead.
+                            part.split_inclusive('\n')
+                                .for_each(|line| tally.add(line.as_bytes()));
+                            Ok(())
+                        } else {
+                            pretokenizer.for_each_piece(part, |piece| tally.add(piece.as_bytes()))
+                        }
+                    })
+                })
             }
-            Splitter::Bert(normalizer) => {
-                normalized.clear();
-                normalizer.normalize_into(part, &mut normalized);
-                let mut tally = table.tally();
-                for_each_word(&normalized, |word| tally.add(word.as_bytes()));
-                Ok(())
-            }
-            Splitter::SentencePiece(whitespace) => {
-                for line in part.lines() {
-                    prepare_text(line, *whitespace, &mut normalized);
+            Splitter::Bert(normalizer) => texts.try_for_each(|text| {
+                self.for_each_segment(text?, |part| {
+                    normalized.clear();
+                    normalizer.normalize_into(part, &mut normalized);
                     let mut tally = table.tally();
-                    sentencepiece_words(&normalized, |word| tally.add(word.as_bytes()));
-                }
-                Ok(())
-            }
+                    for_each_word(&normalized, |word| tally.add(word.as_bytes()));
+                    Ok(())
+                })
+            }),
+            Splitter::SentencePiece(whitespace) => texts.try_for_each(|text| {
+                self.for_each_segment(text?, |part| {
+                    for line in part.lines() {
+                        prepare_text(line, *whitespace, &mut normalized);
+                        let mut tally = table.tally();
+                        sentencepiece_words(&normalized, |word| tally.add(word.as_bytes()));
+                    }
+                    Ok(())
+                })
+            }),
         };
+        counts.text_bytes += text_bytes;
+        counted
+    }
+
+    /// Calls `f` on each part of `text` between special tokens.
+    fn for_each_segment<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str) -> Result<()>,
+    ) -> Result<()> {
         match &self.special {
-            None => pieces_of(text),
+            None => f(text),
             Some(special) => {
                 let mut start = 0;
                 for found in special.find_iter(text) {
-                    pieces_of(&text[start..found.start()])?;
+                    f(&text[start..found.start()])?;
                     start = found.end();
                 }
-                pieces_of(&text[start..])
+                f(&text[start..])
             }
         }
     }
@@ -407,25 +449,23 @@ impl Counter {
     }
 
     /// Counts rows `0..n`, each the text `row` gives (or an error), on all
-    /// cores: about one table per thread, added at the end.
+    /// cores: runs of rows, each through one `count_many`, into one table
+    /// per pool thread, added at the end.
     pub fn count_rows<'a>(
         &self,
         n: usize,
         row: impl Fn(usize) -> Result<&'a str> + Sync,
     ) -> Result<PieceCounts> {
-        let per_thread: Vec<PieceTable> = (0..n)
-            .into_par_iter()
-            .with_min_len(n / rayon::current_num_threads())
-            .fold(
-                || Ok(PieceTable::default()),
-                |table: Result<PieceTable>, i| {
-                    let mut table = table?;
-                    self.count_text(row(i)?, &mut table)?;
-                    Ok(table)
-                },
-            )
-            .collect::<Result<_>>()?;
-        Ok(PieceTable::sum(per_thread))
+        let threads = rayon::current_num_threads();
+        let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
+        // More runs than threads, so that a thread done early takes another.
+        let runs = (4 * threads).min(n);
+        (0..runs).into_par_iter().try_for_each(|run| {
+            let counts = &per_thread[rayon::current_thread_index().unwrap_or(0) % threads];
+            let rows = run * n / runs..(run + 1) * n / runs;
+            self.count_many(rows.map(&row), &mut lock(counts))
+        })?;
+        Ok(sum_per_thread(per_thread))
     }
 
     /// The parts of a chunk to count apart, as byte ranges. A SentencePiece
@@ -507,7 +547,7 @@ impl Counter {
                 })?;
             total.merge(round);
             if let Some(max) = max_pieces {
-                if total.counts.len() > 2 * max || !more {
+                if total.len() > 2 * max || !more {
                     total.prune(max);
                 }
             }
@@ -531,7 +571,7 @@ impl Counter {
         progress: impl Fn(u64) -> Result<()> + Sync,
     ) -> Result<(PieceCounts, bool)> {
         let threads = rayon::current_num_threads();
-        let per_thread: Vec<Mutex<PieceTable>> = (0..threads).map(|_| Mutex::default()).collect();
+        let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
         // Two chunks per thread at most are read and not yet counted (memory).
         let pending = Pending::new(2 * threads);
         let counted = AtomicU64::new(0);
@@ -579,12 +619,7 @@ impl Counter {
             return Err(err);
         }
         let more = read?;
-        let total = PieceTable::sum(
-            per_thread
-                .into_iter()
-                .map(|counts| counts.into_inner().unwrap_or_else(|e| e.into_inner()))
-                .collect(),
-        );
+        let total = sum_per_thread(per_thread);
         Ok((total, more))
     }
 }
@@ -637,6 +672,16 @@ impl Pending {
     }
 }
 
+/// The sum of the counts of each pool thread.
+fn sum_per_thread(per_thread: Vec<Mutex<PieceCounts>>) -> PieceCounts {
+    PieceCounts::sum(
+        per_thread
+            .into_iter()
+            .map(|counts| counts.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect(),
+    )
+}
+
 /// Locks a mutex; a panic elsewhere leaves its data usable here.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -659,18 +704,17 @@ mod tests {
             .collect();
         assert!(parts.len() > 3);
         assert_eq!(parts.concat(), texts.concat());
-        let mut table = PieceTable::default();
-        counter.count_text(&texts.concat(), &mut table).unwrap();
-        let whole = PieceTable::sum(vec![table]);
+        let mut whole = PieceCounts::default();
+        counter.count_text(&texts.concat(), &mut whole).unwrap();
         let counted = counter.count_texts(&parts).unwrap();
-        assert_eq!(counted.counts, whole.counts);
+        assert_eq!(counted.pieces, whole.pieces);
         assert_eq!(counted.text_bytes, whole.text_bytes);
         // Counted apart and added: the same.
         let mut sharded = PieceCounts::default();
         for part in &parts {
             sharded.add(&counter.count_texts(&[part]).unwrap());
         }
-        assert_eq!(sharded.counts, whole.counts);
+        assert_eq!(sharded.pieces, whole.pieces);
         assert_eq!(sharded.text_bytes, whole.text_bytes);
     }
 
@@ -710,7 +754,7 @@ mod tests {
         let whole = count(2, None, u64::MAX);
         // A round per file: pruned between files.
         let bounded = count(1, Some(300), 1);
-        assert_eq!(bounded.counts.len(), 300);
+        assert_eq!(bounded.len(), 300);
         assert_eq!(bounded.text_bytes, whole.text_bytes);
         assert_eq!(
             bounded.occurrences() + bounded.dropped.occurrences,
@@ -719,11 +763,11 @@ mod tests {
         // The frequent pieces survive, exactly counted.
         for i in 0..50 {
             let piece = format!("common{i}").into_bytes();
-            assert_eq!(bounded.counts.get(&piece), whole.counts.get(&piece));
+            assert_eq!(bounded.get(&piece), whole.get(&piece));
         }
         for threads in [2, 4] {
             let again = count(threads, Some(300), 1);
-            assert_eq!(again.counts, bounded.counts);
+            assert_eq!(again.pieces, bounded.pieces);
             assert_eq!(again.dropped, bounded.dropped);
         }
         std::fs::remove_dir_all(&directory).unwrap();

@@ -1,14 +1,13 @@
-//! The table pieces are counted into while text is scanned: the hot path of
-//! counting, and so of training.
+//! The table pieces are counted in: the hot path of counting, and so of
+//! training.
 //!
 //! Counting into a `HashMap<Vec<u8>, u64>` spent four fifths of its time in
 //! the map (100 MB of the multilingual benchmark mix, one thread: 1.15 s, of
 //! which cutting the text into pieces 0.22 s). A corpus has a long tail:
 //! a tenth of its pieces lie outside the 50,000 most frequent, so about one
 //! lookup in ten misses every cache, and each waited for its miss before the
-//! next piece was cut. Three things make this table about twice as fast
-//! (0.61 s on the same text; 300 MB: 3.6 s against 1.5 s), and its speed per
-//! byte no longer falls as the table outgrows the caches:
+//! next piece was cut. This table counts the same text about three times as
+//! fast, and its speed per byte no longer falls as it outgrows the caches:
 //!
 //! - **Lookups run behind the scanner.** When a piece is cut, the slot its
 //!   hash points at is prefetched; the piece is looked up `LOOKAHEAD`
@@ -19,14 +18,18 @@
 //!   bytes and its length sit in the slot, so a piece of up to 16 bytes
 //!   (99% of occurrences) is found or ruled out by the slot alone. Only the
 //!   rest of a longer one is compared in the arena.
-//! - **Keys live in one arena.** A new piece costs no allocation of its
-//!   own; the map allocated a `Vec` per distinct piece and per thread.
+//! - **Keys live in arenas.** A new piece costs no allocation of its own;
+//!   the map allocated a `Vec` per distinct piece, per thread.
+//! - **Shards.** The table is `SHARDS` tables, a piece's shard the top bits
+//!   of its hash. Two tables hold the same pieces in the same shards, so
+//!   adding one into another (the counts of each thread, or of each worker)
+//!   runs shard by shard on all cores.
 //!
 //! The pieces are the user's text, so they are hashed with a random key
 //! (foldhash): text crafted to collide under a known hash would pile its
 //! pieces into one probe sequence. The key is the same for every table of
-//! the process (`PieceTable::sum` shares pieces out by hash, and that must
-//! agree between tables); counts never depend on it.
+//! the process (shards must agree between tables); counts never depend on
+//! it, nor on the order pieces are kept in.
 
 use std::hash::BuildHasher;
 use std::sync::LazyLock;
@@ -34,7 +37,6 @@ use std::sync::LazyLock;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::PieceCounts;
 use crate::vocab::prefix;
 
 /// How many pieces a lookup runs behind the scanner: enough for the
@@ -42,16 +44,19 @@ use crate::vocab::prefix;
 /// 32 measured within noise of each other; 16 keeps the ring small).
 const LOOKAHEAD: usize = 16;
 
-/// Slots of a new table (a power of two).
-const FIRST_SLOTS: usize = 1 << 12;
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// Slots of a new shard (a power of two).
+const FIRST_SLOTS: usize = 16;
+
+/// Pieces longer than this are counted in a map beside the shards (a
+/// slot's length field holds 24 bits, its arena offset 40).
+const MAX_LEN: usize = (1 << 24) - 1;
+const MAX_START: usize = 1 << 40;
 
 /// The key of every table's hash.
 static HASHER: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
-
-/// Pieces longer than this (or past `MAX_START` bytes of keys) are counted
-/// in a map beside the slots, whose length field holds 24 bits.
-const MAX_LEN: usize = (1 << 24) - 1;
-const MAX_START: usize = 1 << 40;
 
 /// A piece's first 16 bytes, zero-padded: with its length, the whole of a
 /// short piece.
@@ -70,8 +75,9 @@ fn hash(piece: &[u8], head: [u64; 2]) -> u64 {
     }
 }
 
-fn hash_of(piece: &[u8]) -> u64 {
-    hash(piece, head(piece))
+#[inline(always)]
+fn shard_of(hash: u64) -> usize {
+    (hash >> (64 - SHARD_BITS)) as usize
 }
 
 /// One entry: 32 bytes, aligned so that none straddles a cache line.
@@ -95,21 +101,6 @@ impl Slot {
     }
 }
 
-/// Pieces and their counts, as `Counter` counts them; turned into a
-/// `PieceCounts` by `sum`.
-pub struct PieceTable {
-    /// A power of two, never more than 70% full.
-    slots: Vec<Slot>,
-    /// Slots in use.
-    used: usize,
-    /// Every key, one after another.
-    keys: Vec<u8>,
-    /// Pieces too long for a slot.
-    outsized: FxHashMap<Vec<u8>, u64>,
-    /// Bytes of text counted.
-    pub text_bytes: u64,
-}
-
 /// `n` free slots. Zeroed memory straight from the allocator: fresh pages
 /// come zeroed from the kernel, and writing the slots one by one would
 /// touch all of them a second time (tables reach tens of megabytes).
@@ -127,120 +118,66 @@ fn free_slots(n: usize) -> Vec<Slot> {
     }
 }
 
-impl Default for PieceTable {
-    fn default() -> Self {
-        PieceTable {
-            slots: free_slots(FIRST_SLOTS),
-            used: 0,
-            keys: Vec::new(),
-            outsized: FxHashMap::default(),
-            text_bytes: 0,
-        }
-    }
+/// Where a `Tally` puts pieces: a table, or one shard of one.
+pub trait Sink {
+    fn prefetch(&self, hash: u64);
+    fn add_hashed(&mut self, piece: &[u8], head: [u64; 2], hash: u64, count: u64);
 }
 
-impl PieceTable {
-    /// Distinct pieces.
-    pub fn len(&self) -> usize {
-        self.used + self.outsized.len()
-    }
+/// One open-addressing table of the pieces of one shard.
+struct Shard {
+    /// A power of two, never more than 70% full.
+    slots: Vec<Slot>,
+    /// Slots in use.
+    used: usize,
+    /// Every key, one after another.
+    keys: Vec<u8>,
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Counts pieces through a `Tally`, which looks them up a few pieces
-    /// behind (the pieces it holds must outlive it).
-    pub fn tally<'t>(&mut self) -> Tally<'_, 't> {
-        Tally {
-            table: self,
-            ring: [Pending::default(); LOOKAHEAD],
-            next: 0,
-            held: 0,
+impl Shard {
+    /// A shard with room for `pieces` pieces before it grows.
+    fn with_capacity(pieces: usize) -> Self {
+        Shard {
+            slots: free_slots((pieces * 10 / 7 + 1).next_power_of_two().max(FIRST_SLOTS)),
+            used: 0,
+            keys: Vec::new(),
         }
-    }
-
-    /// Counts one occurrence of a piece now.
-    pub fn add(&mut self, piece: &[u8]) {
-        let head = head(piece);
-        self.add_hashed(piece, head, hash(piece, head));
-    }
-
-    /// The pieces and their counts, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
-        self.slots
-            .iter()
-            .filter(|slot| slot.count != 0)
-            .map(|slot| (self.key(slot), slot.count))
-            .chain(
-                self.outsized
-                    .iter()
-                    .map(|(piece, &count)| (piece.as_slice(), count)),
-            )
     }
 
     fn key(&self, slot: &Slot) -> &[u8] {
         &self.keys[slot.start()..slot.start() + slot.len()]
     }
 
-    /// The slot a hash points at: its top bits, so that growing the table
-    /// spreads each run of slots over twice as many.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.slots
+            .iter()
+            .filter(|slot| slot.count != 0)
+            .map(|slot| (self.key(slot), slot.count))
+    }
+
+    /// The slot a hash points at: the bits below the shard's, so that
+    /// growing the table spreads each run of slots over twice as many.
     #[inline(always)]
     fn home(&self, hash: u64) -> usize {
-        (hash >> (64 - self.slots.len().trailing_zeros())) as usize
+        ((hash << SHARD_BITS) >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
+    /// The slot that holds `piece`, or the free one where it would go.
     #[inline(always)]
-    fn prefetch(&self, hash: u64) {
-        let slot = &self.slots[self.home(hash)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint; it reads nothing and cannot
-        // fault, and the pointer is to a live slot anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
-    }
-
-    #[inline(always)]
-    fn add_hashed(&mut self, piece: &[u8], head: [u64; 2], hash: u64) {
-        let len = piece.len();
-        if len > MAX_LEN {
-            *self.outsized.entry(piece.to_vec()).or_insert(0) += 1;
-            return;
-        }
+    fn find(&self, piece: &[u8], head: [u64; 2], hash: u64) -> usize {
         let mask = self.slots.len() - 1;
         let mut at = self.home(hash);
         loop {
-            let slot = &mut self.slots[at];
-            if slot.count == 0 {
-                break;
-            }
-            if slot.head == head
-                && slot.len() == len
-                && (len <= 16 || self.keys[slot.start() + 16..slot.start() + len] == piece[16..])
+            let slot = &self.slots[at];
+            if slot.count == 0
+                || slot.head == head
+                    && slot.len() == piece.len()
+                    && (piece.len() <= 16
+                        || self.keys[slot.start() + 16..slot.start() + slot.len()] == piece[16..])
             {
-                slot.count += 1;
-                return;
+                return at;
             }
             at = (at + 1) & mask;
-        }
-        if self.keys.len() >= MAX_START {
-            // No slot holds it (none is added from here on).
-            *self.outsized.entry(piece.to_vec()).or_insert(0) += 1;
-            return;
-        }
-        self.slots[at] = Slot {
-            head,
-            count: 1,
-            place: (self.keys.len() as u64) << 24 | len as u64,
-        };
-        self.keys.extend_from_slice(piece);
-        self.used += 1;
-        if self.used * 10 > self.slots.len() * 7 {
-            self.grow();
         }
     }
 
@@ -259,79 +196,196 @@ impl PieceTable {
         }
     }
 
-    /// The sum of many tables, as one `PieceCounts`, on all cores: the
-    /// pieces are shared out by hash, each share is summed on its own (its
-    /// pieces are in no other share), and only joining the shares into one
-    /// map is left to one thread.
-    pub fn sum(tables: Vec<PieceTable>) -> PieceCounts {
-        let text_bytes = tables.iter().map(|table| table.text_bytes).sum();
-        // A power of two: the share is the hash's low bits, which `home`
-        // does not use.
-        let shares = (4 * rayon::current_num_threads()).next_power_of_two();
-        // Each table's slots, a run at a time, split by share.
-        let runs: Vec<(&PieceTable, &[Slot])> = tables
-            .iter()
-            .flat_map(|table| table.slots.chunks(1 << 16).map(move |run| (table, run)))
-            .collect();
-        let split: Vec<Vec<Pieces>> = runs
-            .into_par_iter()
-            .map(|(table, run)| {
-                let mut by_share = vec![Vec::new(); shares];
-                for slot in run.iter().filter(|slot| slot.count != 0) {
-                    let key = table.key(slot);
-                    by_share[hash(key, slot.head) as usize & (shares - 1)].push((key, slot.count));
-                }
-                by_share
-            })
-            .collect();
-        let mut by_share: Vec<Vec<Pieces>> = (0..shares).map(|_| Vec::new()).collect();
-        let mut outsized = vec![Vec::new(); shares];
-        for (piece, &count) in tables.iter().flat_map(|table| &table.outsized) {
-            outsized[hash_of(piece) as usize & (shares - 1)].push((piece.as_slice(), count));
-        }
-        for run in split.into_iter().chain([outsized]) {
-            for (share, pieces) in by_share.iter_mut().zip(run) {
-                share.push(pieces);
-            }
-        }
-        let one_table = tables.len() == 1;
-        let summed: Vec<Vec<(Vec<u8>, u64)>> = by_share
-            .into_par_iter()
-            .map(|lists| {
-                if one_table {
-                    // No piece is in two lists.
-                    return lists
-                        .into_iter()
-                        .flatten()
-                        .map(|(key, count)| (key.to_vec(), count))
-                        .collect();
-                }
-                let mut counts: FxHashMap<&[u8], u64> = FxHashMap::default();
-                counts.reserve(lists.iter().map(Vec::len).max().unwrap_or(0));
-                for (key, count) in lists.into_iter().flatten() {
-                    *counts.entry(key).or_insert(0) += count;
-                }
-                counts
-                    .into_iter()
-                    .map(|(key, count)| (key.to_vec(), count))
-                    .collect()
-            })
-            .collect();
-        let mut counts = FxHashMap::default();
-        counts.reserve(summed.iter().map(Vec::len).sum());
-        for share in summed {
-            counts.extend(share);
-        }
-        PieceCounts {
-            counts,
-            text_bytes,
-            dropped: Default::default(),
+    /// Adds every piece of `other` (the same shard of another table).
+    fn add_shard(&mut self, other: &Shard, scale: impl Fn(u64) -> u64) {
+        let mut tally = Tally::new(self);
+        for (piece, count) in other.iter() {
+            tally.add_count(piece, scale(count));
         }
     }
 }
 
-/// Pieces and their counts, one after another.
-type Pieces<'a> = Vec<(&'a [u8], u64)>;
+impl Sink for Shard {
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        let slot = &self.slots[self.home(hash)];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is only a hint; it reads nothing and cannot
+        // fault, and the pointer is to a live slot anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
+    /// Counts `count` more occurrences of a piece no longer than `MAX_LEN`
+    /// (saturating: counts scaled up may reach the limit).
+    #[inline(always)]
+    fn add_hashed(&mut self, piece: &[u8], head: [u64; 2], hash: u64, count: u64) {
+        let at = self.find(piece, head, hash);
+        let slot = &mut self.slots[at];
+        if slot.count != 0 {
+            slot.count = slot.count.saturating_add(count);
+            return;
+        }
+        assert!(self.keys.len() < MAX_START, "a terabyte of distinct pieces");
+        *slot = Slot {
+            head,
+            count,
+            place: (self.keys.len() as u64) << 24 | piece.len() as u64,
+        };
+        self.keys.extend_from_slice(piece);
+        self.used += 1;
+        if self.used * 10 > self.slots.len() * 7 {
+            self.grow();
+        }
+    }
+}
+
+/// Pieces and how often each was seen: `SHARDS` open-addressing tables,
+/// and a map of the rare piece too long for a slot.
+pub struct PieceTable {
+    shards: Vec<Shard>,
+    outsized: FxHashMap<Vec<u8>, u64>,
+}
+
+impl Default for PieceTable {
+    fn default() -> Self {
+        PieceTable::with_capacity(0)
+    }
+}
+
+impl Clone for PieceTable {
+    fn clone(&self) -> Self {
+        let mut copy = PieceTable::default();
+        copy.add_table(self);
+        copy
+    }
+}
+
+impl std::fmt::Debug for PieceTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PieceTable({} pieces)", self.len())
+    }
+}
+
+/// Equal tables hold the same pieces with the same counts.
+impl PartialEq for PieceTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .all(|(piece, count)| other.get(piece) == Some(count))
+    }
+}
+
+impl Sink for PieceTable {
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        self.shards[shard_of(hash)].prefetch(hash);
+    }
+
+    #[inline(always)]
+    fn add_hashed(&mut self, piece: &[u8], head: [u64; 2], hash: u64, count: u64) {
+        if piece.len() > MAX_LEN {
+            let total = self.outsized.entry(piece.to_vec()).or_insert(0);
+            *total = total.saturating_add(count);
+        } else {
+            self.shards[shard_of(hash)].add_hashed(piece, head, hash, count);
+        }
+    }
+}
+
+impl PieceTable {
+    /// A table with room for about `pieces` pieces before it grows (known
+    /// when reading a count file, or pruning: growing rehashes every key).
+    pub fn with_capacity(pieces: usize) -> Self {
+        // A shard's share, with room for the shards' uneven shares.
+        let share = pieces / SHARDS + pieces / SHARDS / 8;
+        PieceTable {
+            shards: (0..SHARDS).map(|_| Shard::with_capacity(share)).collect(),
+            outsized: FxHashMap::default(),
+        }
+    }
+
+    /// Distinct pieces.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|shard| shard.used).sum::<usize>() + self.outsized.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Counts pieces through a `Tally`, which looks them up a few pieces
+    /// behind (the pieces it holds must outlive it).
+    pub fn tally<'t>(&mut self) -> Tally<'_, 't, PieceTable> {
+        Tally::new(self)
+    }
+
+    /// Counts `count` more occurrences of a piece, now.
+    pub fn add(&mut self, piece: &[u8], count: u64) {
+        let head = head(piece);
+        self.add_hashed(piece, head, hash(piece, head), count);
+    }
+
+    /// How often a piece was seen, if it was.
+    pub fn get(&self, piece: &[u8]) -> Option<u64> {
+        if piece.len() > MAX_LEN {
+            return self.outsized.get(piece).copied();
+        }
+        let head = head(piece);
+        let hash = hash(piece, head);
+        let shard = &self.shards[shard_of(hash)];
+        let slot = &shard.slots[shard.find(piece, head, hash)];
+        (slot.count != 0).then_some(slot.count)
+    }
+
+    /// The pieces and their counts, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.shards.iter().flat_map(Shard::iter).chain(
+            self.outsized
+                .iter()
+                .map(|(piece, &count)| (piece.as_slice(), count)),
+        )
+    }
+
+    /// The pieces and their counts, shard by shard on all cores, in no
+    /// particular order.
+    pub fn par_iter(&self) -> impl ParallelIterator<Item = (&[u8], u64)> {
+        self.shards.par_iter().flat_map_iter(Shard::iter).chain(
+            self.outsized
+                .par_iter()
+                .map(|(piece, &count)| (piece.as_slice(), count)),
+        )
+    }
+
+    /// Adds another table's counts into this one, shard by shard on all
+    /// cores.
+    pub fn add_table(&mut self, other: &PieceTable) {
+        self.add_tables(&[other], |count| count);
+    }
+
+    /// Adds other tables' counts, each mapped by `scale`, into this one,
+    /// shard by shard on all cores.
+    pub fn add_tables(&mut self, others: &[&PieceTable], scale: impl Fn(u64) -> u64 + Sync) {
+        self.shards
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(i, shard)| {
+                for other in others {
+                    shard.add_shard(&other.shards[i], &scale);
+                }
+            });
+        for other in others {
+            for (piece, &count) in &other.outsized {
+                self.add(piece, scale(count));
+            }
+        }
+    }
+}
 
 /// A piece waiting in a `Tally` for its slot to arrive.
 #[derive(Clone, Copy, Default)]
@@ -339,13 +393,14 @@ struct Pending<'t> {
     piece: &'t [u8],
     head: [u64; 2],
     hash: u64,
+    count: u64,
 }
 
 /// Counts pieces into a table `LOOKAHEAD` pieces behind: each piece's slot
 /// is prefetched when it comes, and the piece looked up when the ring comes
 /// round to it again. The pieces still held are counted when it is dropped.
-pub struct Tally<'a, 't> {
-    table: &'a mut PieceTable,
+pub struct Tally<'a, 't, S: Sink> {
+    sink: &'a mut S,
     ring: [Pending<'t>; LOOKAHEAD],
     /// Where the next piece goes (and the oldest held is).
     next: usize,
@@ -353,20 +408,37 @@ pub struct Tally<'a, 't> {
     held: usize,
 }
 
-impl<'t> Tally<'_, 't> {
+impl<'a, 't, S: Sink> Tally<'a, 't, S> {
+    fn new(sink: &'a mut S) -> Self {
+        Tally {
+            sink,
+            ring: [Pending::default(); LOOKAHEAD],
+            next: 0,
+            held: 0,
+        }
+    }
+
+    /// Counts one occurrence of a piece.
     #[inline(always)]
     pub fn add(&mut self, piece: &'t [u8]) {
+        self.add_count(piece, 1);
+    }
+
+    /// Counts `count` more occurrences of a piece.
+    #[inline(always)]
+    pub fn add_count(&mut self, piece: &'t [u8], count: u64) {
         let head = head(piece);
         let pending = Pending {
             piece,
             head,
             hash: hash(piece, head),
+            count,
         };
-        self.table.prefetch(pending.hash);
+        self.sink.prefetch(pending.hash);
         let oldest = std::mem::replace(&mut self.ring[self.next], pending);
         if self.held == LOOKAHEAD {
-            self.table
-                .add_hashed(oldest.piece, oldest.head, oldest.hash);
+            self.sink
+                .add_hashed(oldest.piece, oldest.head, oldest.hash, oldest.count);
         } else {
             self.held += 1;
         }
@@ -374,12 +446,12 @@ impl<'t> Tally<'_, 't> {
     }
 }
 
-impl Drop for Tally<'_, '_> {
+impl<S: Sink> Drop for Tally<'_, '_, S> {
     fn drop(&mut self) {
         for k in LOOKAHEAD - self.held..LOOKAHEAD {
             let pending = self.ring[(self.next + k) % LOOKAHEAD];
-            self.table
-                .add_hashed(pending.piece, pending.head, pending.hash);
+            self.sink
+                .add_hashed(pending.piece, pending.head, pending.hash, pending.count);
         }
     }
 }
@@ -389,7 +461,7 @@ mod tests {
     use super::*;
 
     /// Pieces that stress the table: short and long, sharing their first
-    /// eight bytes, with zero bytes (a short key is zero-padded), and enough
+    /// 16 bytes, with zero bytes (a short key is zero-padded), and enough
     /// distinct ones to make it grow many times.
     fn pieces() -> Vec<Vec<u8>> {
         let mut state = 7u64;
@@ -403,7 +475,7 @@ mod tests {
                     0 => format!("{n}").into_bytes(),
                     1 => format!("internationalization{n}").into_bytes(),
                     2 => {
-                        let mut piece = vec![b'a'; (n % 12) as usize];
+                        let mut piece = vec![b'a'; (n % 20) as usize];
                         piece.push(0);
                         piece
                     }
@@ -421,27 +493,36 @@ mod tests {
         map
     }
 
+    fn as_map(table: &PieceTable) -> FxHashMap<Vec<u8>, u64> {
+        table.iter().map(|(k, c)| (k.to_vec(), c)).collect()
+    }
+
     #[test]
     fn counts_as_a_hash_map_does() {
         let pieces = pieces();
+        let expected = map_of(&pieces);
         let mut tallied = PieceTable::default();
-        let mut added = PieceTable::default();
         {
             let mut tally = tallied.tally();
             for piece in &pieces {
                 tally.add(piece);
             }
         }
+        let mut added = PieceTable::default();
         for piece in &pieces {
-            added.add(piece);
+            added.add(piece, 1);
         }
-        let expected = map_of(&pieces);
-        for table in [tallied, added] {
+        for table in [&tallied, &added] {
             assert_eq!(table.len(), expected.len());
-            let counted: FxHashMap<Vec<u8>, u64> =
-                table.iter().map(|(k, c)| (k.to_vec(), c)).collect();
-            assert_eq!(counted, expected);
+            assert_eq!(as_map(table), expected);
+            assert_eq!(table.par_iter().count(), expected.len());
         }
+        assert!(tallied == added);
+        for (piece, &count) in &expected {
+            assert_eq!(tallied.get(piece), Some(count));
+        }
+        assert_eq!(tallied.get(b"not counted"), None);
+        assert_eq!(tallied.get(&[0; 25]), None);
     }
 
     #[test]
@@ -453,9 +534,8 @@ mod tests {
                 tally.add(piece);
             }
         }
-        let counted: FxHashMap<&[u8], u64> = table.iter().collect();
-        assert_eq!(counted.len(), 2);
-        assert_eq!(counted[b"a".as_slice()], 2);
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.get(b"a"), Some(2));
         drop(table.tally());
         assert_eq!(table.len(), 2);
     }
@@ -463,36 +543,44 @@ mod tests {
     #[test]
     fn pieces_too_long_for_a_slot_are_counted_beside() {
         let long = vec![b'x'; MAX_LEN + 1];
-        let mut tables: Vec<PieceTable> = (0..2).map(|_| PieceTable::default()).collect();
-        for table in &mut tables {
+        let mut table = PieceTable::default();
+        {
             let mut tally = table.tally();
             for piece in [long.as_slice(), b"a", long.as_slice()] {
                 tally.add(piece);
             }
         }
-        assert_eq!(tables[0].len(), 2);
-        let sum = PieceTable::sum(tables);
-        assert_eq!(sum.counts.len(), 2);
-        assert_eq!(sum.counts[&long], 4);
-        assert_eq!(sum.counts[b"a".as_slice()], 2);
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.get(&long), Some(2));
+        let copy = table.clone();
+        table.add_table(&copy);
+        assert_eq!(table.get(&long), Some(4));
+        assert_eq!(table.get(b"a"), Some(2));
+        assert_eq!(table.iter().count(), 2);
     }
 
     #[test]
-    fn sums_equal_one_map() {
+    fn tables_add_as_maps_do() {
         let pieces = pieces();
-        for parts in [1, 3] {
-            let tables: Vec<PieceTable> = pieces
-                .chunks(pieces.len() / parts + 1)
-                .map(|part| {
-                    let mut table = PieceTable::default();
-                    part.iter().for_each(|piece| table.add(piece));
-                    table.text_bytes = part.len() as u64;
-                    table
-                })
-                .collect();
-            let sum = PieceTable::sum(tables);
-            assert_eq!(sum.counts, map_of(&pieces));
-            assert_eq!(sum.text_bytes, pieces.len() as u64);
-        }
+        let parts: Vec<PieceTable> = pieces
+            .chunks(pieces.len() / 3 + 1)
+            .map(|part| {
+                let mut table = PieceTable::default();
+                part.iter().for_each(|piece| table.add(piece, 1));
+                table
+            })
+            .collect();
+        let mut sum = PieceTable::default();
+        sum.add_tables(&parts.iter().collect::<Vec<_>>(), |count| count);
+        assert_eq!(as_map(&sum), map_of(&pieces));
+        let mut scaled = PieceTable::default();
+        scaled.add_tables(&[&sum], |count| 3 * count);
+        let tripled: FxHashMap<Vec<u8>, u64> = map_of(&pieces)
+            .into_iter()
+            .map(|(k, c)| (k, 3 * c))
+            .collect();
+        assert_eq!(as_map(&scaled), tripled);
+        scaled.add(b"0", u64::MAX);
+        assert_eq!(scaled.get(b"0"), Some(u64::MAX));
     }
 }

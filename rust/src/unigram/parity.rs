@@ -51,8 +51,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::trainer::{
-    self, count_characters, em_and_prune, finalize, n_meta, seeded, sorted_words, Seeded, Vocab,
-    Words, RARE_BYTE, UNK,
+    self, count_characters, em_and_prune, finalize, n_meta, seeded, Seeded, Vocab, Words,
+    RARE_BYTE, UNK,
 };
 use super::{UnigramModel, UnigramTrainerSettings};
 use crate::counting::PieceCounts;
@@ -82,11 +82,7 @@ pub fn train(
     trainer::check(settings)?;
     crate::parity::check(languages, &target, parity)?;
     let distinct_pieces = distinct_pieces(languages);
-    let (words, layout) = laid_out(
-        languages
-            .iter()
-            .map(|counts| counts.counts.iter().map(|(w, &c)| (w.clone(), c)).collect()),
-    );
+    let (words, layout) = laid_out(languages.iter().map(|counts| counts.sorted_owned()));
     // Each language's characters, for what its rare ones cost as bytes
     // (of the training text when it is what costs are measured on).
     let training_characters = (settings.byte_fallback && matches!(target, Target::Ratios(_)))
@@ -99,7 +95,7 @@ pub fn train(
     let required_set: FxHashMap<char, u64> = required.iter().copied().collect();
     let (dev, ratios, measured_characters) = match target {
         Target::Dev(dev) => {
-            let (words, layout) = laid_out(dev.into_iter().map(|c| c.counts.into_iter().collect()));
+            let (words, layout) = laid_out(dev.iter().map(PieceCounts::sorted_owned));
             let characters = settings
                 .byte_fallback
                 .then(|| character_counts(&words, &layout));
@@ -202,7 +198,7 @@ fn laid_out(languages: impl Iterator<Item = Vec<(Vec<u8>, u64)>>) -> (Vec<(Vec<u
     let mut words = Vec::new();
     let mut starts = vec![0];
     for language in languages {
-        words.extend(sorted_words(language));
+        words.extend(language);
         starts.push(words.len());
     }
     (words, Layout { starts })

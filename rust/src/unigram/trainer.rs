@@ -32,7 +32,7 @@
 //! cores: counting characters, laying out the words, seeding, E-steps, the
 //! M-step's scores, pruning's losses. A parallel quicksort partitions the
 //! whole slice on one thread first, so byte strings are sorted with their
-//! first 8 bytes beside them as a number (`prefix_key`), which settles most
+//! first 8 bytes beside them as a number (`vocab::sort_key`), which settles most
 //! comparisons there; the per-thread vectors of sums are added slice by
 //! slice on all cores. Sequential still: the floating-point sums over pieces (total
 //! counts and frequencies, added in index order, which fixes their
@@ -57,8 +57,10 @@ use super::seeds::{seed_pieces, PieceRules, WordText, RARE};
 use super::{Piece, PieceKind, UnigramModel, Whitespace};
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
+use crate::pair_index::drop_in_background;
 use crate::progress::{Progress, Stage};
 use crate::trie::Trie;
+use crate::vocab::sort_key;
 
 #[derive(Clone, Debug)]
 pub struct UnigramTrainerSettings {
@@ -126,10 +128,11 @@ pub fn train(
     progress: &Progress,
 ) -> Result<UnigramModel> {
     check(settings)?;
-    if counts.counts.is_empty() {
+    if counts.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
-    let words = sorted_words(counts.counts.into_iter().collect());
+    let words = counts.sorted_owned();
+    drop_in_background(counts);
     let Seeded {
         mut corpus,
         required,
@@ -138,20 +141,6 @@ pub fn train(
     let vocab = em_and_prune(vocab, &mut corpus, settings, progress, |_, _| Ok(None))?;
     let pieces = finalize(&vocab, &required, settings);
     UnigramModel::new(pieces, settings.byte_fallback, settings.whitespace)
-}
-
-/// The words in byte order: the same input in the same order, whatever
-/// order the counter's table gave.
-pub(super) fn sorted_words(words: Vec<(Vec<u8>, u64)>) -> Vec<(Vec<u8>, u64)> {
-    let mut keyed: Vec<(u64, Vec<u8>, u64)> = words
-        .into_par_iter()
-        .map(|(word, count)| (prefix_key(&word), word, count))
-        .collect();
-    keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    keyed
-        .into_par_iter()
-        .map(|(_, word, count)| (word, count))
-        .collect()
 }
 
 /// Where EM and pruning start.
@@ -347,12 +336,12 @@ pub fn train_bpe(
     progress: &Progress,
 ) -> Result<UnigramModel> {
     check(settings)?;
-    if counts.counts.is_empty() {
+    if counts.is_empty() {
         return Err(Error::Corpus("the corpus has no text to train on".into()));
     }
     // Sorted: the same input order, so the same merges among ties' ids.
-    let mut words: Vec<(Vec<u8>, u64)> = counts.counts.into_iter().collect();
-    words.par_sort_unstable();
+    let words = counts.sorted_owned();
+    drop_in_background(counts);
     let required = required_characters(&words, &[], settings)?;
     let symbol_of: FxHashMap<char, u32> = required
         .iter()
@@ -696,17 +685,6 @@ fn join_in_order<T: Copy + Default + Send + Sync>(
     (joined, starts)
 }
 
-/// The first 8 bytes of `bytes` as a big-endian number, zeros past the end:
-/// ordering by it, then by the bytes, is ordering by the bytes, and most
-/// comparisons end at the number, without reading the bytes (a parallel
-/// sort partitions the whole slice on one thread first).
-fn prefix_key(bytes: &[u8]) -> u64 {
-    let mut key = [0; 8];
-    let n = bytes.len().min(8);
-    key[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(key)
-}
-
 /// The length of the character that starts with `first` in `Words`.
 fn char_len(first: u8) -> usize {
     match first {
@@ -751,7 +729,7 @@ impl Vocab {
         let mut keys: Vec<(u64, &[u8], u32)> = pieces
             .par_iter()
             .zip(0..pieces.len() as u32)
-            .map(|(p, i)| (prefix_key(p.as_bytes()), p.as_bytes(), i))
+            .map(|(p, i)| (sort_key(p.as_bytes()), p.as_bytes(), i))
             .collect();
         keys.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
         // Copied one after another in sorted order: `Trie::new` (on one
