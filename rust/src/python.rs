@@ -268,7 +268,7 @@ impl PieceCounter {
         }
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
-        guarded(py, true, || {
+        in_pool(py, || {
             self.counter
                 .count_many((0..rows).map(|i| strings.row(i)), total)
         })?
@@ -295,7 +295,7 @@ impl PieceCounter {
         })?;
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
-        guarded(py, true, || {
+        in_pool(py, || {
             total.merge(counts);
             if let Some(max) = max_pieces {
                 total.prune(max);
@@ -317,8 +317,9 @@ impl PieceCounter {
 
     /// Occurrences of the pieces kept.
     #[getter]
-    fn occurrences(&self) -> u64 {
-        self.lock().occurrences()
+    fn occurrences(&self, py: Python<'_>) -> PyResult<u64> {
+        let counts = self.lock();
+        in_pool(py, || counts.occurrences())
     }
 
     /// `(pieces, occurrences)` left out by pruning.
@@ -337,9 +338,10 @@ impl PieceCounter {
     /// A counter that cuts text as this one does, holding a copy of its
     /// counts (`with_counts`) or none.
     #[pyo3(signature = (with_counts = true))]
-    fn copy(&self, with_counts: bool) -> PyResult<Self> {
+    fn copy(&self, py: Python<'_>, with_counts: bool) -> PyResult<Self> {
         let counts = if with_counts {
-            self.lock().clone()
+            let ours = self.lock();
+            in_pool(py, || ours.clone())?
         } else {
             PieceCounts::default()
         };
@@ -356,40 +358,44 @@ impl PieceCounter {
             return Err(PyValueError::new_err(difference));
         }
         if std::ptr::eq(self, other) {
-            let theirs = self.lock().clone();
+            let theirs = {
+                let ours = self.lock();
+                in_pool(py, || ours.clone())?
+            };
             let mut guard = self.lock();
             let ours: &mut PieceCounts = &mut guard;
-            return guarded(py, true, || ours.add(&theirs));
+            return in_pool(py, || ours.add(&theirs));
         }
         let theirs = other.lock();
         let mut guard = self.lock();
         let (ours, theirs): (&mut PieceCounts, &PieceCounts) = (&mut guard, &theirs);
-        guarded(py, true, || ours.add(theirs))
+        in_pool(py, || ours.add(theirs))
     }
 
     /// Adds the counts of many count files' bytes (the partial counts of
-    /// workers): read into tables on all cores, then added shard by shard.
-    /// `source` names them in errors; a part made another way is a
-    /// `ValueError`.
+    /// workers): read on all cores, then added into one table
+    /// (`SortedPieces::sum`). `source` names them in errors; a part made
+    /// another way is a `ValueError`.
     fn add_file_bytes(&self, py: Python<'_>, parts: Vec<Vec<u8>>, source: &str) -> PyResult<()> {
         let read = in_pool(py, || {
             parts
                 .par_iter()
                 .enumerate()
-                .map(|(i, data)| counting::file::read(data, &format!("{source} {i}")))
+                .map(|(i, data)| counting::file::read_sorted(data, &format!("{source} {i}")))
                 .collect::<crate::error::Result<Vec<_>>>()
         })?
         .map_err(to_py)?;
-        let mut counts = Vec::with_capacity(read.len());
-        for (counter, part) in read {
+        let mut sorted = Vec::with_capacity(read.len());
+        for (counter, pieces) in read {
             if let Some(difference) = self.counter.difference(&counter) {
                 return Err(PyValueError::new_err(difference));
             }
-            counts.push(part);
+            sorted.push(pieces);
         }
+        let counts = in_pool(py, || counting::file::SortedPieces::sum(sorted))?;
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
-        guarded(py, true, || total.merge(PieceCounts::sum(counts)))
+        in_pool(py, || total.merge(counts))
     }
 
     /// Adds `other`'s counts, each multiplied by `factor` (at least 1) and
@@ -412,7 +418,7 @@ impl PieceCounter {
         let theirs = other.lock();
         let mut guard = self.lock();
         let (ours, theirs): (&mut PieceCounts, &PieceCounts) = (&mut guard, &theirs);
-        guarded(py, true, || ours.add_scaled(theirs, factor))
+        in_pool(py, || ours.add_scaled(theirs, factor))
     }
 
     /// Keeps the `max_pieces` most frequent pieces; the others are
@@ -420,7 +426,7 @@ impl PieceCounter {
     fn prune(&self, py: Python<'_>, max_pieces: usize) -> PyResult<()> {
         let mut guard = self.lock();
         let counts: &mut PieceCounts = &mut guard;
-        guarded(py, true, || counts.prune(max_pieces))
+        in_pool(py, || counts.prune(max_pieces))
     }
 
     /// The `n` most frequent pieces (all without `n`) as `(bytes, count)`,
@@ -444,7 +450,7 @@ impl PieceCounter {
     /// The counts as the bytes of a count file (`counting/file.rs`).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let counts = self.lock();
-        let data = guarded(py, true, || counting::file::write(&self.counter, &counts))?;
+        let data = in_pool(py, || counting::file::write(&self.counter, &counts))?;
         Ok(PyBytes::new(py, &data))
     }
 
@@ -453,7 +459,7 @@ impl PieceCounter {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &[u8], source: &str) -> PyResult<Self> {
         let (counter, counts) =
-            guarded(py, true, || counting::file::read(data, source))?.map_err(to_py)?;
+            in_pool(py, || counting::file::read(data, source))?.map_err(to_py)?;
         Ok(PieceCounter {
             counter,
             counts: Mutex::new(counts),

@@ -69,12 +69,12 @@ pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
 /// that made the counts, and the counts.
 pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
     let (counter, pieces) = read_sorted(data, source)?;
-    Ok((counter, pieces.into_counts()))
+    Ok((counter, SortedPieces::sum(vec![pieces])))
 }
 
 /// A count file's pieces as it holds them, in byte order, in one buffer:
 /// decoded without an allocation per piece, then counted into a table.
-struct SortedPieces {
+pub struct SortedPieces {
     bytes: Vec<u8>,
     /// Where each piece ends in `bytes`.
     ends: Vec<usize>,
@@ -84,26 +84,49 @@ struct SortedPieces {
 }
 
 impl SortedPieces {
-    fn into_counts(self) -> PieceCounts {
+    fn pieces(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .zip(&self.counts)
+            .map(|((start, &end), &count)| (&self.bytes[start..end], count))
+    }
+
+    /// The sum of count files' pieces: the largest counted into a table
+    /// sized for it, the others added shard by shard on all cores (one
+    /// table, not one per file: tables are tens of megabytes of memory to
+    /// fill).
+    pub fn sum(mut parts: Vec<SortedPieces>) -> PieceCounts {
+        let Some(largest) = (0..parts.len()).max_by_key(|&i| parts[i].counts.len()) else {
+            return PieceCounts::default();
+        };
+        let first = parts.swap_remove(largest);
         let mut counts = PieceCounts {
-            pieces: PieceTable::with_capacity(self.counts.len()),
-            text_bytes: self.text_bytes,
-            dropped: self.dropped,
+            pieces: PieceTable::with_capacity(first.counts.len()),
+            text_bytes: first.text_bytes,
+            dropped: first.dropped,
         };
         let mut tally = counts.pieces.tally();
-        let mut start = 0;
-        for (&end, &count) in self.ends.iter().zip(&self.counts) {
-            tally.add_count(&self.bytes[start..end], count);
-            start = end;
+        for (piece, count) in first.pieces() {
+            tally.add_count(piece, count);
         }
         drop(tally);
+        let lists: Vec<Vec<(&[u8], u64)>> =
+            parts.iter().map(|part| part.pieces().collect()).collect();
+        counts
+            .pieces
+            .add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        for part in &parts {
+            counts.text_bytes += part.text_bytes;
+            counts.dropped += part.dropped;
+        }
         counts
     }
 }
 
 /// Reads a count file's bytes as `read` does, its pieces left as the file
 /// holds them.
-fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
+pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
     let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
     if data.len() < MAGIC.len() || data[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
         return Err(damaged(

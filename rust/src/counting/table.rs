@@ -385,7 +385,45 @@ impl PieceTable {
             }
         }
     }
+
+    /// Adds lists of pieces and counts (a piece may be in several, or
+    /// several times in one) on all cores: the pieces are sorted out by
+    /// shard, a run of each list at a time, then each shard takes its own.
+    pub fn add_lists(&mut self, lists: &[&[(&[u8], u64)]]) {
+        let routed: Vec<Vec<Pieces>> = lists
+            .par_iter()
+            .flat_map(|list| list.par_chunks(1 << 16))
+            .map(|run| {
+                // One list per shard, and the outsized last.
+                let mut by_shard = vec![Vec::new(); SHARDS + 1];
+                for &(piece, count) in run {
+                    let shard = if piece.len() > MAX_LEN {
+                        SHARDS
+                    } else {
+                        shard_of(hash(piece, head(piece)))
+                    };
+                    by_shard[shard].push((piece, count));
+                }
+                by_shard
+            })
+            .collect();
+        self.shards
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(i, shard)| {
+                let mut tally = Tally::new(shard);
+                for &(piece, count) in routed.iter().flat_map(|run| &run[i]) {
+                    tally.add_count(piece, count);
+                }
+            });
+        for &(piece, count) in routed.iter().flat_map(|run| &run[SHARDS]) {
+            self.add(piece, count);
+        }
+    }
 }
+
+/// Pieces and their counts, one after another.
+type Pieces<'a> = Vec<(&'a [u8], u64)>;
 
 /// A piece waiting in a `Tally` for its slot to arrive.
 #[derive(Clone, Copy, Default)]
@@ -573,6 +611,13 @@ mod tests {
         let mut sum = PieceTable::default();
         sum.add_tables(&parts.iter().collect::<Vec<_>>(), |count| count);
         assert_eq!(as_map(&sum), map_of(&pieces));
+        let lists: Vec<Vec<(&[u8], u64)>> = pieces
+            .chunks(pieces.len() / 3 + 1)
+            .map(|part| part.iter().map(|piece| (piece.as_slice(), 1)).collect())
+            .collect();
+        let mut listed = PieceTable::default();
+        listed.add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert!(listed == sum);
         let mut scaled = PieceTable::default();
         scaled.add_tables(&[&sum], |count| 3 * count);
         let tripled: FxHashMap<Vec<u8>, u64> = map_of(&pieces)
