@@ -45,7 +45,6 @@ import resource
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
