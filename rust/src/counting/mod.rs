@@ -494,7 +494,7 @@ impl Counter {
     /// is only for progress. This thread reads the files, hands each chunk
     /// to the pool as soon as it is read (reading overlaps counting, and no
     /// chunk waits for a batch to fill), and reports progress; each pool
-    /// thread counts into a map of its own.
+    /// thread counts into a table of its own.
     ///
     /// With `max_pieces`, memory is bounded: the files are counted in rounds
     /// of `ROUND_BYTES` of text (in file order, whatever the number of
