@@ -48,6 +48,9 @@ const LOOKAHEAD: usize = 16;
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
 
+/// Tables with fewer pieces than this are added on the calling thread.
+const SERIAL_PIECES: usize = 1 << 14;
+
 /// Slots of a new shard (a power of two).
 const FIRST_SLOTS: usize = 16;
 
@@ -372,14 +375,18 @@ impl PieceTable {
     /// Adds other tables' counts, each mapped by `scale`, into this one,
     /// shard by shard on all cores.
     pub fn add_tables(&mut self, others: &[&PieceTable], scale: impl Fn(u64) -> u64 + Sync) {
-        self.shards
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(i, shard)| {
-                for other in others {
-                    shard.add_shard(&other.shards[i], &scale);
-                }
-            });
+        let add_shard = |(i, shard): (usize, &mut Shard)| {
+            for other in others {
+                shard.add_shard(&other.shards[i], &scale);
+            }
+        };
+        // A few pieces are added here: handing 64 shards to the pool would
+        // cost more (many small batches of texts are added one by one).
+        if others.iter().map(|other| other.len()).sum::<usize>() < SERIAL_PIECES {
+            self.shards.iter_mut().enumerate().for_each(add_shard);
+        } else {
+            self.shards.par_iter_mut().enumerate().for_each(add_shard);
+        }
         for other in others {
             for (piece, &count) in &other.outsized {
                 self.add(piece, scale(count));
