@@ -366,6 +366,19 @@ impl PieceTable {
         )
     }
 
+    /// Runs `work` on each shard (with its index), on all cores unless
+    /// only `pieces` pieces are to be added: then handing 64 shards to the
+    /// pool would cost more than the work (many small batches of texts are
+    /// added one by one).
+    fn for_each_shard(&mut self, pieces: usize, work: impl Fn(usize, &mut Shard) + Sync) {
+        let work = |(i, shard): (usize, &mut Shard)| work(i, shard);
+        if pieces < SERIAL_PIECES {
+            self.shards.iter_mut().enumerate().for_each(work);
+        } else {
+            self.shards.par_iter_mut().enumerate().for_each(work);
+        }
+    }
+
     /// Adds another table's counts into this one, shard by shard on all
     /// cores.
     pub fn add_table(&mut self, other: &PieceTable) {
@@ -375,18 +388,12 @@ impl PieceTable {
     /// Adds other tables' counts, each mapped by `scale`, into this one,
     /// shard by shard on all cores.
     pub fn add_tables(&mut self, others: &[&PieceTable], scale: impl Fn(u64) -> u64 + Sync) {
-        let add_shard = |(i, shard): (usize, &mut Shard)| {
+        let pieces = others.iter().map(|other| other.len()).sum();
+        self.for_each_shard(pieces, |i, shard| {
             for other in others {
                 shard.add_shard(&other.shards[i], &scale);
             }
-        };
-        // A few pieces are added here: handing 64 shards to the pool would
-        // cost more (many small batches of texts are added one by one).
-        if others.iter().map(|other| other.len()).sum::<usize>() < SERIAL_PIECES {
-            self.shards.iter_mut().enumerate().for_each(add_shard);
-        } else {
-            self.shards.par_iter_mut().enumerate().for_each(add_shard);
-        }
+        });
         for other in others {
             for (piece, &count) in &other.outsized {
                 self.add(piece, scale(count));
@@ -415,15 +422,13 @@ impl PieceTable {
                 by_shard
             })
             .collect();
-        self.shards
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(i, shard)| {
-                let mut tally = Tally::new(shard);
-                for &(piece, count) in routed.iter().flat_map(|run| &run[i]) {
-                    tally.add_count(piece, count);
-                }
-            });
+        let pieces = lists.iter().map(|list| list.len()).sum();
+        self.for_each_shard(pieces, |i, shard| {
+            let mut tally = Tally::new(shard);
+            for &(piece, count) in routed.iter().flat_map(|run| &run[i]) {
+                tally.add_count(piece, count);
+            }
+        });
         for &(piece, count) in routed.iter().flat_map(|run| &run[SHARDS]) {
             self.add(piece, count);
         }
