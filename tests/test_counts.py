@@ -110,15 +110,27 @@ def test_arrow_columns_count_as_their_strings():
     assert core.occurrences == 0
 
 
-def test_count_files_bytes_add_in_one_step():
-    parts = [polytok.Counts.for_wordpiece().add_files(path) for path in SHIPPED]
-    total = parts[0].copy()
-    total._core.add_file_bytes([part.to_bytes() for part in parts[1:]], "part")
-    assert total.to_bytes() == polytok.Counts.total(parts).to_bytes()
+def test_transfer_bytes_add_up_in_one_step_whatever_their_keys():
+    """The workers of a Ray job send their tables unsorted: those hashed
+    with the driver's key add shard by shard, the others piece by piece."""
+    total = polytok.Counts.for_wordpiece().add_texts(["already counted"])
+    key = total._core.table_key
+    parts = [polytok.Counts(total._core.copy(False, key)).add_files(path) for path in SHIPPED]
+    parts.append(polytok.Counts.for_wordpiece().add_files(SHIPPED[0]))
+    parts[-1] = polytok.Counts(parts[-1]._core.copy(True, (key + 1) % 2**64))
+    assert parts[-1]._core.table_key != key and len(parts[-1]) == len(parts[0])
+    expected = polytok.Counts.total([total, *parts])
+    total._core.add_transfer_bytes([part._core.to_transfer_bytes() for part in parts], "part")
+    assert total.to_bytes() == expected.to_bytes()
+    alone = polytok.Counts(polytok._core.PieceCounter.from_transfer_bytes([parts[1]._core.to_transfer_bytes()], "part"))
+    assert alone.to_bytes() == parts[1].to_bytes() and alone._core.table_key == key
     with pytest.raises(ValueError, match="counts made with kind"):
-        total._core.add_file_bytes([polytok.Counts.for_bpe().to_bytes()], "part")
-    with pytest.raises(polytok.TokenizerFileError, match="part 0: not a polytok count file"):
-        total._core.add_file_bytes([b"nonsense"], "part")
+        total._core.add_transfer_bytes([polytok.Counts.for_bpe()._core.to_transfer_bytes()], "part")
+    with pytest.raises(polytok.TokenizerFileError, match="part 0: not a polytok count transfer"):
+        total._core.add_transfer_bytes([b"nonsense"], "part")
+    with pytest.raises(polytok.TokenizerFileError, match="part 1: damaged: its checksum"):
+        total._core.add_transfer_bytes([parts[0]._core.to_transfer_bytes(), parts[1]._core.to_transfer_bytes()[:-1]], "part")
+    assert total.to_bytes() == expected.to_bytes()
 
 
 def test_files_and_pickles_keep_counts_exactly(tmp_path):

@@ -135,12 +135,20 @@ class PieceCounter:
     @property
     def description(self) -> str:
         """How this counter cuts text, as JSON."""
-    def copy(self, with_counts: bool = True) -> PieceCounter:
-        """A counter that cuts text as this one does, holding a copy of its counts (``with_counts``) or none."""
+    @property
+    def table_key(self) -> int:
+        """The key this counter's table hashes with (see ``table_key`` of :meth:`copy`)."""
+    def copy(self, with_counts: bool = True, table_key: int | None = None) -> PieceCounter:
+        """A counter that cuts text as this one does, holding a copy of its counts (``with_counts``) or none, in a table hashing with the same key, or with ``table_key``: the counting workers of one job take the driver's key, so that their tables add into its table shard by shard (:meth:`to_transfer_bytes`)."""
     def add(self, other: PieceCounter) -> None:
         """Adds ``other``'s counts into this one's; a ``ValueError`` names the setting that differs when they cut text differently."""
-    def add_file_bytes(self, parts: Sequence[bytes], source: str) -> None:
-        """Adds the counts of many count files' bytes (read into tables on all cores, then added shard by shard); ``source`` names them in errors, a ``ValueError`` a part made another way."""
+    def to_transfer_bytes(self) -> bytes:
+        """The counts as bytes for another process of this job: unsorted, fast to write and to add, not to be kept."""
+    @staticmethod
+    def from_transfer_bytes(parts: Sequence[bytes], source: str) -> PieceCounter:
+        """The sum of the counts of :meth:`to_transfer_bytes` parts (``source`` names them in errors), as a counter; a ``ValueError`` when they were made differently."""
+    def add_transfer_bytes(self, parts: Sequence[bytes], source: str) -> None:
+        """Adds the counts of :meth:`to_transfer_bytes` parts (the workers' counts): those hashed with this counter's key shard by shard on all cores. ``source`` names them in errors; a part made another way is a ``ValueError``."""
     def add_scaled(self, other: PieceCounter, factor: float) -> None:
         """Adds ``other``'s counts, each multiplied by ``factor`` (at least 1) and rounded, never below 1 (language-balanced training); a ``ValueError`` when they cut text differently or the factor is below 1."""
     def prune(self, max_pieces: int) -> None:

@@ -10,7 +10,9 @@ a cluster (``pip install "polytok[ray]"``).
 
 Workers receive counts and tokenizers as the bytes of their files
 (:class:`polytok.Counts` and every tokenizer pickle that way), never as a
-graph of Python objects.
+graph of Python objects. Counting workers send their tables back unsorted,
+hashed with the driver's key, so that the driver adds them shard by shard
+on all cores (``PieceCounter.to_transfer_bytes``).
 
 >>> import ray, polytok, polytok.ray                       # doctest: +SKIP
 >>> ds = ray.data.read_text("s3://bucket/corpus/")        # doctest: +SKIP
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
+from polytok._core import PieceCounter
 from polytok.counts import Counts, LanguageCounts, language_code
 
 if TYPE_CHECKING:
@@ -50,8 +53,10 @@ class _BlockCounter:
     its core, into one table per language (one in all without a language
     column), straight from Arrow."""
 
-    def start(self, template: bytes, column: str, language_column: str | None) -> None:
-        self.template, self.column, self.language_column = Counts.from_bytes(template), column, language_column
+    def start(self, template: bytes, table_key: int, column: str, language_column: str | None) -> None:
+        # Tables hashed with the driver's key add into its table shard by shard.
+        self.template = Counts(Counts.from_bytes(template)._core.copy(False, table_key))
+        self.column, self.language_column = column, language_column
         self.counts: dict[str | None, Counts] = {}
 
     def add(self, block) -> None:
@@ -67,7 +72,7 @@ class _BlockCounter:
             counts.add_arrow(rows, parallel=False)
 
     def result(self) -> dict[str | None, bytes]:
-        data = {language: counts.to_bytes() for language, counts in self.counts.items()}
+        data = {language: counts._core.to_transfer_bytes() for language, counts in self.counts.items()}
         self.counts = {}
         return data
 
@@ -128,15 +133,19 @@ def _drop_counting_workers(same_job: bool = True) -> None:
             ray.kill(actor)
 
 
+#: How errors name the workers' counts.
+_PARTS = "counts from a Ray worker"
+
+
 def _added(total: Counts, parts: list[bytes]) -> Counts:
-    """``total`` with the counts of count files' bytes added (read into
-    tables on all cores, then added shard by shard)."""
-    total._core.add_file_bytes(parts, "counts from a Ray worker")
+    """``total`` with the workers' counts (``to_transfer_bytes``) added,
+    shard by shard on all cores."""
+    total._core.add_transfer_bytes(parts, _PARTS)
     return total
 
 
 def _by_language_parts(parts: tuple[dict[str | None, bytes], ...] | list) -> dict[str | None, list[bytes]]:
-    """Workers' counts (count-file bytes by language; ``None``: no language
+    """Workers' counts (transfer bytes by language; ``None``: no language
     column) regrouped: each language's parts."""
     grouped: dict[str | None, list[bytes]] = {}
     for part in parts:
@@ -148,7 +157,7 @@ def _by_language_parts(parts: tuple[dict[str | None, bytes], ...] | list) -> dic
 def _add_counts(*parts: dict[str | None, bytes]) -> dict[str | None, bytes]:
     """The sum, language by language, of workers' counts."""
     return {
-        language: _added(Counts.from_bytes(data[0]), data[1:]).to_bytes()
+        language: PieceCounter.from_transfer_bytes(data, _PARTS).to_transfer_bytes()
         for language, data in _by_language_parts(parts).items()
     }
 
@@ -231,10 +240,13 @@ def count(
     columns = [column] if language_column is None else [column, language_column]
     for name in columns:
         _check_column(dataset, name)
-    template = (counts._template if isinstance(counts, LanguageCounts) else counts.empty()).to_bytes()
+    template = counts._template if isinstance(counts, LanguageCounts) else counts.empty()
     actors = _counting_workers(_worker_nodes(workers))
     try:
-        ray.get([actor.start.remote(template, column, language_column) for actor in actors])
+        ray.get([
+            actor.start.remote(template.to_bytes(), template._core.table_key, column, language_column)
+            for actor in actors
+        ])
         _send_blocks(dataset, actors)
         tables = [actor.result.remote() for actor in actors]
         add = ray.remote(num_cpus=1)(_add_counts)

@@ -14,7 +14,6 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
-use rayon::prelude::*;
 
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
@@ -335,15 +334,33 @@ impl PieceCounter {
         self.counter.description().to_string()
     }
 
+    /// The key this counter's table hashes with (see `table_key` of
+    /// `copy`).
+    #[getter]
+    fn table_key(&self) -> u64 {
+        self.lock().pieces.key()
+    }
+
     /// A counter that cuts text as this one does, holding a copy of its
-    /// counts (`with_counts`) or none.
-    #[pyo3(signature = (with_counts = true))]
-    fn copy(&self, py: Python<'_>, with_counts: bool) -> PyResult<Self> {
-        let counts = if with_counts {
-            let ours = self.lock();
+    /// counts (`with_counts`) or none, in a table hashing with the same
+    /// key, or with `table_key`: the counting workers of one job take the
+    /// driver's key, so that their tables add into its table shard by
+    /// shard (`to_transfer_bytes`).
+    #[pyo3(signature = (with_counts = true, table_key = None))]
+    fn copy(&self, py: Python<'_>, with_counts: bool, table_key: Option<u64>) -> PyResult<Self> {
+        let ours = self.lock();
+        let key = table_key.unwrap_or(ours.pieces.key());
+        let counts = if with_counts && key == ours.pieces.key() {
             in_pool(py, || ours.clone())?
         } else {
-            PieceCounts::default()
+            let mut empty = PieceCounts {
+                pieces: counting::PieceTable::with_key(key, 0),
+                ..PieceCounts::default()
+            };
+            if with_counts {
+                in_pool(py, || empty.add(&ours))?;
+            }
+            empty
         };
         Ok(PieceCounter {
             counter: Counter::from_description(&self.counter.description()).map_err(to_py)?,
@@ -372,27 +389,47 @@ impl PieceCounter {
         in_pool(py, || ours.add(theirs))
     }
 
-    /// Adds the counts of many count files' bytes (the partial counts of
-    /// workers): read on all cores, then added into one table
-    /// (`SortedPieces::sum`). `source` names them in errors; a part made
-    /// another way is a `ValueError`.
-    fn add_file_bytes(&self, py: Python<'_>, parts: Vec<Vec<u8>>, source: &str) -> PyResult<()> {
-        let read = in_pool(py, || {
-            parts
-                .par_iter()
-                .enumerate()
-                .map(|(i, data)| counting::file::read_sorted(data, &format!("{source} {i}")))
-                .collect::<crate::error::Result<Vec<_>>>()
-        })?
-        .map_err(to_py)?;
-        let mut sorted = Vec::with_capacity(read.len());
-        for (counter, pieces) in read {
-            if let Some(difference) = self.counter.difference(&counter) {
-                return Err(PyValueError::new_err(difference));
-            }
-            sorted.push(pieces);
+    /// The counts as bytes for another process of this job
+    /// (`counting/transfer.rs`): unsorted, fast to write and to add, not to
+    /// be kept.
+    fn to_transfer_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let counts = self.lock();
+        let data = in_pool(py, || counting::transfer::write(&self.counter, &counts))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// The sum of the counts of `to_transfer_bytes` parts (`source`
+    /// names them in errors), as a counter; a `ValueError` when they were
+    /// made differently.
+    #[staticmethod]
+    fn from_transfer_bytes(py: Python<'_>, parts: Vec<Vec<u8>>, source: &str) -> PyResult<Self> {
+        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let (counter, counts) =
+            in_pool(py, || counting::transfer::read(&parts, source))?.map_err(to_py)?;
+        Ok(PieceCounter {
+            counter,
+            counts: Mutex::new(counts),
+        })
+    }
+
+    /// Adds the counts of `to_transfer_bytes` parts (the workers' counts):
+    /// those hashed with this counter's key shard by shard on all cores.
+    /// `source` names them in errors; a part made another way is a
+    /// `ValueError`.
+    fn add_transfer_bytes(
+        &self,
+        py: Python<'_>,
+        parts: Vec<Vec<u8>>,
+        source: &str,
+    ) -> PyResult<()> {
+        let theirs = PieceCounter::from_transfer_bytes(py, parts, source)?;
+        if let Some(difference) = self.counter.difference(&theirs.counter) {
+            return Err(PyValueError::new_err(difference));
         }
-        let counts = in_pool(py, || counting::file::SortedPieces::sum(sorted))?;
+        let counts = theirs
+            .counts
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
         in_pool(py, || total.merge(counts))

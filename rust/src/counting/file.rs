@@ -24,7 +24,19 @@ use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 16] = b"POLYTOK-COUNTS\0\x01";
 
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+/// A format of counts: its first 16 bytes (a name, a zero byte, the
+/// version) and what errors call it.
+pub(super) struct Format {
+    pub magic: &'static [u8; 16],
+    pub name: &'static str,
+}
+
+const COUNT_FILE: Format = Format {
+    magic: MAGIC,
+    name: "count file",
+};
+
+pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push(value as u8 | 0x80);
         value >>= 7;
@@ -32,21 +44,41 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-/// The bytes of a count file of `counts`, made by `counter`.
-pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
-    let pieces = counts.sorted();
+/// `format`'s first 16 bytes and the header of `counts` (which hold
+/// `occurrences`), made by `counter`: a `u32` length, then the JSON.
+pub(super) fn start(
+    format: &Format,
+    counter: &Counter,
+    counts: &PieceCounts,
+    occurrences: u64,
+) -> Vec<u8> {
     let header = json!({
         "counter": counter.description(),
         "text_bytes": counts.text_bytes,
-        "pieces": pieces.len(),
-        "occurrences": counts.occurrences(),
+        "pieces": counts.len(),
+        "occurrences": occurrences,
         "dropped": {"pieces": counts.dropped.pieces, "occurrences": counts.dropped.occurrences},
     })
     .to_string();
-    let mut out = Vec::with_capacity(64 + header.len() + pieces.len() * 8);
-    out.extend_from_slice(MAGIC);
+    let mut out = Vec::with_capacity(64 + header.len() + counts.len() * 12);
+    out.extend_from_slice(format.magic);
     out.extend_from_slice(&(header.len() as u32).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
+    out
+}
+
+/// Seals bytes begun by `start`: the checksum of all of them after them.
+pub(super) fn seal(mut out: Vec<u8>) -> Vec<u8> {
+    let checksum = crc32fast::hash(&out);
+    out.extend_from_slice(&checksum.to_le_bytes());
+    out
+}
+
+/// The bytes of a count file of `counts`, made by `counter`.
+pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
+    let pieces = counts.sorted();
+    let occurrences = pieces.iter().map(|&(_, count)| count).sum();
+    let mut out = start(&COUNT_FILE, counter, counts, occurrences);
     let mut previous: &[u8] = &[];
     for (piece, count) in pieces {
         let shared = previous
@@ -60,21 +92,19 @@ pub fn write(counter: &Counter, counts: &PieceCounts) -> Vec<u8> {
         put_varint(&mut out, count);
         previous = piece;
     }
-    let checksum = crc32fast::hash(&out);
-    out.extend_from_slice(&checksum.to_le_bytes());
-    out
+    seal(out)
 }
 
 /// Reads a count file's bytes (`source` names it in errors): the counter
 /// that made the counts, and the counts.
 pub fn read(data: &[u8], source: &str) -> Result<(Counter, PieceCounts)> {
     let (counter, pieces) = read_sorted(data, source)?;
-    Ok((counter, SortedPieces::sum(vec![pieces])))
+    Ok((counter, pieces.into_counts()))
 }
 
 /// A count file's pieces as it holds them, in byte order, in one buffer:
 /// decoded without an allocation per piece, then counted into a table.
-pub struct SortedPieces {
+struct SortedPieces {
     bytes: Vec<u8>,
     /// Where each piece ends in `bytes`.
     ends: Vec<usize>,
@@ -92,54 +122,56 @@ impl SortedPieces {
             .map(|((start, &end), &count)| (&self.bytes[start..end], count))
     }
 
-    /// The sum of count files' pieces: the largest counted into a table
-    /// sized for it, the others added shard by shard on all cores (one
-    /// table, not one per file: tables are tens of megabytes of memory to
-    /// fill).
-    pub fn sum(mut parts: Vec<SortedPieces>) -> PieceCounts {
-        let Some(largest) = (0..parts.len()).max_by_key(|&i| parts[i].counts.len()) else {
-            return PieceCounts::default();
-        };
-        let first = parts.swap_remove(largest);
+    /// The pieces counted into a table sized for them.
+    fn into_counts(self) -> PieceCounts {
         let mut counts = PieceCounts {
-            pieces: PieceTable::with_capacity(first.counts.len()),
-            text_bytes: first.text_bytes,
-            dropped: first.dropped,
+            pieces: PieceTable::with_capacity(self.counts.len()),
+            text_bytes: self.text_bytes,
+            dropped: self.dropped,
         };
         let mut tally = counts.pieces.tally();
-        for (piece, count) in first.pieces() {
+        for (piece, count) in self.pieces() {
             tally.add_count(piece, count);
         }
         drop(tally);
-        let lists: Vec<Vec<(&[u8], u64)>> =
-            parts.iter().map(|part| part.pieces().collect()).collect();
-        counts
-            .pieces
-            .add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        for part in &parts {
-            counts.text_bytes += part.text_bytes;
-            counts.dropped += part.dropped;
-        }
         counts
     }
 }
 
-/// Reads a count file's bytes as `read` does, its pieces left as the file
-/// holds them.
-pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
+/// What a header says of the counts that follow it.
+pub(super) struct Header {
+    pub counter: Counter,
+    pub text_bytes: u64,
+    pub pieces: u64,
+    pub occurrences: u64,
+    pub dropped: Dropped,
+}
+
+/// Checks the bytes of `format` (`source` names them in errors): its
+/// name, version and checksum, and reads its header. The bytes between
+/// the header and the checksum, and the header.
+pub(super) fn open<'a>(
+    data: &'a [u8],
+    format: &Format,
+    source: &str,
+) -> Result<(&'a [u8], Header)> {
     let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
-    if data.len() < MAGIC.len() || data[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
-        return Err(damaged(
-            "not a polytok count file (it does not start with POLYTOK-COUNTS)".into(),
-        ));
-    }
-    if data[MAGIC.len() - 1] != MAGIC[MAGIC.len() - 1] {
+    let magic = format.magic;
+    let version = magic.len() - 1;
+    if data.len() < magic.len() || data[..version] != magic[..version] {
+        let name = String::from_utf8_lossy(&magic[..version - 1]);
         return Err(damaged(format!(
-            "count file version {} (this polytok reads version 1)",
-            data[MAGIC.len() - 1]
+            "not a polytok {} (it does not start with {name})",
+            format.name
         )));
     }
-    if data.len() < MAGIC.len() + 8 {
+    if data[version] != magic[version] {
+        return Err(damaged(format!(
+            "{} version {} (this polytok reads version {})",
+            format.name, data[version], magic[version]
+        )));
+    }
+    if data.len() < magic.len() + 8 {
         return Err(damaged("truncated: the file ends inside its header".into()));
     }
     let (body, checksum) = data.split_at(data.len() - 4);
@@ -149,7 +181,7 @@ pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)>
             "damaged: its checksum does not match its contents (truncated or altered)".into(),
         ));
     }
-    let mut at = MAGIC.len();
+    let mut at = magic.len();
     let header_len = u32::from_le_bytes(body[at..at + 4].try_into().expect("four bytes")) as usize;
     at += 4;
     let header = body
@@ -172,17 +204,35 @@ pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)>
     };
     let counter = Counter::from_description(&header["counter"])
         .map_err(|e| damaged(format!("its counter: {e}")))?;
-    let n_pieces = number("pieces")?;
+    let header = Header {
+        counter,
+        text_bytes: number("text_bytes")?,
+        pieces: number("pieces")?,
+        occurrences: number("occurrences")?,
+        dropped: Dropped {
+            pieces: dropped_field("pieces")?,
+            occurrences: dropped_field("occurrences")?,
+        },
+    };
+    Ok((&body[at..], header))
+}
+
+/// Reads a count file's bytes as `read` does, its pieces left as the file
+/// holds them.
+fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)> {
+    let damaged = |what: String| Error::TokenizerFile(format!("{source}: {what}"));
+    let (body, header) = open(data, &COUNT_FILE, source)?;
+    // Offsets in errors count from the file's start.
+    let at = data.len() - 4 - body.len();
+    let body = &data[..data.len() - 4];
+    let n_pieces = header.pieces;
     let capacity = n_pieces.min(body.len() as u64) as usize;
     let mut pieces = SortedPieces {
         bytes: Vec::with_capacity(2 * body.len()),
         ends: Vec::with_capacity(capacity),
         counts: Vec::with_capacity(capacity),
-        text_bytes: number("text_bytes")?,
-        dropped: Dropped {
-            pieces: dropped_field("pieces")?,
-            occurrences: dropped_field("occurrences")?,
-        },
+        text_bytes: header.text_bytes,
+        dropped: header.dropped,
     };
     let mut reader = Records { data: body, at };
     let mut previous = 0..0;
@@ -228,23 +278,23 @@ pub fn read_sorted(data: &[u8], source: &str) -> Result<(Counter, SortedPieces)>
             body.len() - reader.at
         )));
     }
-    let announced = number("occurrences")?;
-    if occurrences != announced {
+    if occurrences != header.occurrences {
         return Err(damaged(format!(
-            "its pieces hold {occurrences} occurrences, its header says {announced}"
+            "its pieces hold {occurrences} occurrences, its header says {}",
+            header.occurrences
         )));
     }
-    Ok((counter, pieces))
+    Ok((header.counter, pieces))
 }
 
 /// A cursor over the records.
-struct Records<'a> {
-    data: &'a [u8],
-    at: usize,
+pub(super) struct Records<'a> {
+    pub data: &'a [u8],
+    pub at: usize,
 }
 
 impl<'a> Records<'a> {
-    fn varint(&mut self) -> Option<u64> {
+    pub fn varint(&mut self) -> Option<u64> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = *self.data.get(self.at)?;
@@ -257,7 +307,7 @@ impl<'a> Records<'a> {
         None
     }
 
-    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let bytes = self.data.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(bytes)

@@ -13,6 +13,7 @@
 
 pub mod file;
 mod table;
+pub mod transfer;
 
 pub use table::PieceTable;
 
@@ -134,7 +135,7 @@ impl PieceCounts {
             self.dropped.pieces += 1;
             self.dropped.occurrences += count;
         }
-        let mut kept = PieceTable::with_capacity(max_pieces);
+        let mut kept = PieceTable::with_key(self.pieces.key(), max_pieces);
         for &(piece, count) in &entries[..max_pieces] {
             kept.add(piece, count);
         }

@@ -26,14 +26,24 @@
 //!   adding one into another (the counts of each thread, or of each worker)
 //!   runs shard by shard on all cores.
 //!
+//! - **Tables of one job share a key.** Tables hashed with the same key
+//!   hold each piece in the same shard, at the same place relative to the
+//!   shard's size, so a table sent from another process (`transfer.rs`)
+//!   is added shard by shard, each shard's pieces in the order of their
+//!   slots: a sweep through memory rather than a miss per piece.
+//!
 //! The pieces are the user's text, so they are hashed with a random key
 //! (foldhash): text crafted to collide under a known hash would pile its
-//! pieces into one probe sequence. The key is the same for every table of
-//! the process (shards must agree between tables); counts never depend on
-//! it, nor on the order pieces are kept in.
+//! pieces into one probe sequence. Every table of a process has the same
+//! key (`process_key`) unless it is made with another (the tables of the
+//! workers of one Ray job take the driver's); tables with different keys
+//! still add, piece by piece. Counts never depend on the key, nor on the
+//! order pieces are kept in.
 
 use std::hash::BuildHasher;
 use std::sync::LazyLock;
+
+use foldhash::fast::FixedState;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -46,7 +56,7 @@ use crate::vocab::prefix;
 const LOOKAHEAD: usize = 16;
 
 const SHARD_BITS: u32 = 6;
-const SHARDS: usize = 1 << SHARD_BITS;
+pub(super) const SHARDS: usize = 1 << SHARD_BITS;
 
 /// Tables with fewer pieces than this are added on the calling thread.
 const SERIAL_PIECES: usize = 1 << 14;
@@ -56,11 +66,17 @@ const FIRST_SLOTS: usize = 16;
 
 /// Pieces longer than this are counted in a map beside the shards (a
 /// slot's length field holds 24 bits, its arena offset 40).
-const MAX_LEN: usize = (1 << 24) - 1;
+pub(super) const MAX_LEN: usize = (1 << 24) - 1;
 const MAX_START: usize = 1 << 40;
 
-/// The key of every table's hash.
-static HASHER: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
+/// The key of this process's tables: random, from the operating system.
+static PROCESS_KEY: LazyLock<u64> =
+    LazyLock::new(|| std::collections::hash_map::RandomState::new().hash_one(0u64));
+
+/// The key tables of this process hash with, unless made with another.
+pub fn process_key() -> u64 {
+    *PROCESS_KEY
+}
 
 /// A piece's first 16 bytes, zero-padded: with its length, the whole of a
 /// short piece.
@@ -69,13 +85,14 @@ fn head(piece: &[u8]) -> [u64; 2] {
     [prefix(piece), prefix(piece.get(8..).unwrap_or_default())]
 }
 
-/// A piece's hash, from its head when that is the whole piece.
+/// A piece's hash under a table's key, from its head when that is the
+/// whole piece.
 #[inline(always)]
-fn hash(piece: &[u8], head: [u64; 2]) -> u64 {
+fn hash(hasher: &FixedState, piece: &[u8], head: [u64; 2]) -> u64 {
     if piece.len() <= 16 {
-        HASHER.hash_one((head[0], head[1], piece.len() as u8))
+        hasher.hash_one((head[0], head[1], piece.len() as u8))
     } else {
-        HASHER.hash_one(piece)
+        hasher.hash_one(piece)
     }
 }
 
@@ -124,35 +141,53 @@ fn free_slots(n: usize) -> Vec<Slot> {
 
 /// Where a `Tally` puts pieces: a table, or one shard of one.
 pub trait Sink {
+    /// A piece's hash under the sink's key.
+    fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64;
     fn prefetch(&self, hash: u64);
     fn add_hashed(&mut self, piece: &[u8], head: [u64; 2], hash: u64, count: u64);
 }
 
 /// One open-addressing table of the pieces of one shard.
-struct Shard {
+#[derive(Clone)]
+pub struct Shard {
     /// A power of two, never more than 70% full.
     slots: Vec<Slot>,
     /// Slots in use.
     used: usize,
     /// Every key, one after another.
     keys: Vec<u8>,
+    /// The table's hash.
+    hasher: FixedState,
+}
+
+/// Slots for `pieces` pieces at most 70% full.
+fn slots_for(pieces: usize) -> usize {
+    (pieces * 10 / 7 + 1).next_power_of_two().max(FIRST_SLOTS)
 }
 
 impl Shard {
     /// A shard with room for `pieces` pieces before it grows.
-    fn with_capacity(pieces: usize) -> Self {
+    fn with_capacity(hasher: FixedState, pieces: usize) -> Self {
         Shard {
-            slots: free_slots((pieces * 10 / 7 + 1).next_power_of_two().max(FIRST_SLOTS)),
+            slots: free_slots(slots_for(pieces)),
             used: 0,
             keys: Vec::new(),
+            hasher,
         }
+    }
+
+    /// Pieces in the shard.
+    pub fn len(&self) -> usize {
+        self.used
     }
 
     fn key(&self, slot: &Slot) -> &[u8] {
         &self.keys[slot.start()..slot.start() + slot.len()]
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
+    /// The pieces and their counts in the order of their slots: for a
+    /// table of the same key, nearly the order of their places.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
         self.slots
             .iter()
             .filter(|slot| slot.count != 0)
@@ -185,14 +220,28 @@ impl Shard {
         }
     }
 
-    /// Doubles the slots. Each key is hashed again (slots do not keep their
-    /// hash: the room is worth more to lookups than to growing).
+    /// Room for `pieces` pieces in all before the shard grows.
+    fn reserve(&mut self, pieces: usize) {
+        if slots_for(pieces) > self.slots.len() {
+            self.resize(slots_for(pieces));
+        }
+        self.keys.reserve(pieces.saturating_sub(self.used) * 4);
+    }
+
+    /// Doubles the slots.
     fn grow(&mut self) {
-        let slots = free_slots(2 * self.slots.len());
+        self.resize(2 * self.slots.len());
+    }
+
+    /// Moves the pieces to `n` slots (a power of two). Each key is hashed
+    /// again (slots do not keep their hash: the room is worth more to
+    /// lookups than to growing).
+    fn resize(&mut self, n: usize) {
+        let slots = free_slots(n);
         let old = std::mem::replace(&mut self.slots, slots);
         let mask = self.slots.len() - 1;
         for slot in old.into_iter().filter(|slot| slot.count != 0) {
-            let mut at = self.home(hash(self.key(&slot), slot.head));
+            let mut at = self.home(hash(&self.hasher, self.key(&slot), slot.head));
             while self.slots[at].count != 0 {
                 at = (at + 1) & mask;
             }
@@ -210,6 +259,11 @@ impl Shard {
 }
 
 impl Sink for Shard {
+    #[inline(always)]
+    fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64 {
+        hash(&self.hasher, piece, head)
+    }
+
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
         let slot = &self.slots[self.home(hash)];
@@ -250,7 +304,9 @@ impl Sink for Shard {
 
 /// Pieces and how often each was seen: `SHARDS` open-addressing tables,
 /// and a map of the rare piece too long for a slot.
+#[derive(Clone)]
 pub struct PieceTable {
+    key: u64,
     shards: Vec<Shard>,
     outsized: FxHashMap<Vec<u8>, u64>,
 }
@@ -258,14 +314,6 @@ pub struct PieceTable {
 impl Default for PieceTable {
     fn default() -> Self {
         PieceTable::with_capacity(0)
-    }
-}
-
-impl Clone for PieceTable {
-    fn clone(&self) -> Self {
-        let mut copy = PieceTable::default();
-        copy.add_table(self);
-        copy
     }
 }
 
@@ -287,6 +335,11 @@ impl PartialEq for PieceTable {
 
 impl Sink for PieceTable {
     #[inline(always)]
+    fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64 {
+        hash(&self.shards[0].hasher, piece, head)
+    }
+
+    #[inline(always)]
     fn prefetch(&self, hash: u64) {
         self.shards[shard_of(hash)].prefetch(hash);
     }
@@ -306,12 +359,40 @@ impl PieceTable {
     /// A table with room for about `pieces` pieces before it grows (known
     /// when reading a count file, or pruning: growing rehashes every key).
     pub fn with_capacity(pieces: usize) -> Self {
+        PieceTable::with_key(process_key(), pieces)
+    }
+
+    /// An empty table hashing with `key`, with room for about `pieces`
+    /// pieces.
+    pub fn with_key(key: u64, pieces: usize) -> Self {
         // A shard's share, with room for the shards' uneven shares.
         let share = pieces / SHARDS + pieces / SHARDS / 8;
+        let hasher = FixedState::with_seed(key);
         PieceTable {
-            shards: (0..SHARDS).map(|_| Shard::with_capacity(share)).collect(),
+            key,
+            shards: (0..SHARDS)
+                .map(|_| Shard::with_capacity(hasher.clone(), share))
+                .collect(),
             outsized: FxHashMap::default(),
         }
+    }
+
+    /// The key the table hashes with.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The shards, whose pieces `fill_shards` takes back into a table of
+    /// the same key.
+    pub fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// The pieces too long for a slot (rare), with their counts.
+    pub fn outsized(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.outsized
+            .iter()
+            .map(|(piece, &count)| (piece.as_slice(), count))
     }
 
     /// Distinct pieces.
@@ -332,7 +413,7 @@ impl PieceTable {
     /// Counts `count` more occurrences of a piece, now.
     pub fn add(&mut self, piece: &[u8], count: u64) {
         let head = head(piece);
-        self.add_hashed(piece, head, hash(piece, head), count);
+        self.add_hashed(piece, head, self.hash(piece, head), count);
     }
 
     /// How often a piece was seen, if it was.
@@ -341,7 +422,7 @@ impl PieceTable {
             return self.outsized.get(piece).copied();
         }
         let head = head(piece);
-        let hash = hash(piece, head);
+        let hash = self.hash(piece, head);
         let shard = &self.shards[shard_of(hash)];
         let slot = &shard.slots[shard.find(piece, head, hash)];
         (slot.count != 0).then_some(slot.count)
@@ -349,11 +430,10 @@ impl PieceTable {
 
     /// The pieces and their counts, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
-        self.shards.iter().flat_map(Shard::iter).chain(
-            self.outsized
-                .iter()
-                .map(|(piece, &count)| (piece.as_slice(), count)),
-        )
+        self.shards
+            .iter()
+            .flat_map(Shard::iter)
+            .chain(self.outsized())
     }
 
     /// The pieces and their counts, shard by shard on all cores, in no
@@ -386,19 +466,51 @@ impl PieceTable {
     }
 
     /// Adds other tables' counts, each mapped by `scale`, into this one,
-    /// shard by shard on all cores.
+    /// shard by shard on all cores (those hashing with another key, piece
+    /// by piece).
     pub fn add_tables(&mut self, others: &[&PieceTable], scale: impl Fn(u64) -> u64 + Sync) {
-        let pieces = others.iter().map(|other| other.len()).sum();
+        let (same, rekeyed): (Vec<&PieceTable>, Vec<&PieceTable>) =
+            others.iter().partition(|other| other.key == self.key);
+        let pieces = same.iter().map(|other| other.len()).sum();
         self.for_each_shard(pieces, |i, shard| {
-            for other in others {
+            for other in &same {
                 shard.add_shard(&other.shards[i], &scale);
             }
         });
-        for other in others {
-            for (piece, &count) in &other.outsized {
+        for other in &same {
+            for (piece, count) in other.outsized() {
                 self.add(piece, scale(count));
             }
         }
+        let lists: Vec<Pieces> = rekeyed
+            .iter()
+            .map(|other| {
+                other
+                    .par_iter()
+                    .map(|(piece, count)| (piece, scale(count)))
+                    .collect()
+            })
+            .collect();
+        self.add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    }
+
+    /// Fills the shards, each on its own (on all cores): `fill(i, filler)`
+    /// adds the pieces of shard `i` through `filler`, after room is made
+    /// for `room(i)` pieces in all. What each returned, or the first error
+    /// (the table is then incomplete).
+    pub fn fill_shards<T: Send, E: Send>(
+        &mut self,
+        room: impl Fn(usize) -> usize + Sync,
+        fill: impl Fn(usize, &mut ShardFiller<'_>) -> std::result::Result<T, E> + Sync,
+    ) -> std::result::Result<Vec<T>, E> {
+        self.shards
+            .par_iter_mut()
+            .enumerate()
+            .map(|(i, shard)| {
+                shard.reserve(room(i));
+                fill(i, &mut ShardFiller { shard, index: i })
+            })
+            .collect()
     }
 
     /// Adds lists of pieces and counts (a piece may be in several, or
@@ -415,7 +527,7 @@ impl PieceTable {
                     let shard = if piece.len() > MAX_LEN {
                         SHARDS
                     } else {
-                        shard_of(hash(piece, head(piece)))
+                        shard_of(self.hash(piece, head(piece)))
                     };
                     by_shard[shard].push((piece, count));
                 }
@@ -437,6 +549,28 @@ impl PieceTable {
 
 /// Pieces and their counts, one after another.
 type Pieces<'a> = Vec<(&'a [u8], u64)>;
+
+/// Adds pieces to one shard of a table (`PieceTable::fill_shards`).
+pub struct ShardFiller<'a> {
+    shard: &'a mut Shard,
+    index: usize,
+}
+
+impl ShardFiller<'_> {
+    /// Counts `count` more occurrences of `piece`; false (and nothing
+    /// counted) when the piece does not belong in this shard, or is too
+    /// long for a slot.
+    #[inline(always)]
+    pub fn add(&mut self, piece: &[u8], count: u64) -> bool {
+        let head = head(piece);
+        let hash = self.shard.hash(piece, head);
+        if piece.len() > MAX_LEN || shard_of(hash) != self.index {
+            return false;
+        }
+        self.shard.add_hashed(piece, head, hash, count);
+        true
+    }
+}
 
 /// A piece waiting in a `Tally` for its slot to arrive.
 #[derive(Clone, Copy, Default)]
@@ -482,7 +616,7 @@ impl<'a, 't, S: Sink> Tally<'a, 't, S> {
         let pending = Pending {
             piece,
             head,
-            hash: hash(piece, head),
+            hash: self.sink.hash(piece, head),
             count,
         };
         self.sink.prefetch(pending.hash);
