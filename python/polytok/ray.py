@@ -247,23 +247,28 @@ def count(
             actor.start.remote(template.to_bytes(), template._core.table_key, column, language_column)
             for actor in actors
         ])
-        _send_blocks(dataset, actors)
+        counting = _send_blocks(dataset, actors)
+        # Each worker sends its table once its last block is counted (an
+        # actor runs its calls in order), and the tables are added here as
+        # they come: the first while the last worker is still counting.
         tables = [actor.result.remote() for actor in actors]
         add = ray.remote(num_cpus=1)(_add_counts)
         while len(tables) > FAN_IN:
             tables = [add.remote(*tables[i : i + FAN_IN]) for i in range(0, len(tables), FAN_IN)]
-        parts = ray.get(tables)
+        if language_column is None:
+            total = counts.copy()
+        else:
+            total = counts.copy() if isinstance(counts, LanguageCounts) else LanguageCounts(counts)
+        while tables:
+            (done,), tables = ray.wait(tables, num_returns=1)
+            for language, data in ray.get(done).items():
+                _added(total if language is None else total.counts_of(language), [data])
+        ray.get(counting)  # a worker's error, if one had any
     except BaseException as e:
         _drop_counting_workers()  # they may hold part of these counts, or have died
         if isinstance(e, TypeError):  # a worker's, which Ray raises as an instance of its class
             raise TypeError(_first_bad_row(dataset, columns)) from None
         raise
-    grouped = _by_language_parts(parts)
-    if language_column is None:
-        return _added(counts.copy(), grouped.get(None, []))
-    total = counts.copy() if isinstance(counts, LanguageCounts) else LanguageCounts(counts)
-    for language, data in grouped.items():
-        _added(total.counts_of(language), data)
     return total
 
 
@@ -271,10 +276,11 @@ def count(
 _QUEUED = 2
 
 
-def _send_blocks(dataset: ray.data.Dataset, actors: list) -> None:
+def _send_blocks(dataset: ray.data.Dataset, actors: list) -> list:
     """Streams the blocks of ``dataset`` (as Ray makes them) to the least
-    busy of ``actors``, at most ``_QUEUED`` waiting on each, and waits for
-    the last; a worker's error is raised here."""
+    busy of ``actors``, at most ``_QUEUED`` waiting on each; the
+    acknowledgements of the blocks still being counted. A worker's error
+    met on the way is raised here."""
     import ray
 
     busy: dict = {}  # a block's acknowledgement -> its actor's index
@@ -292,8 +298,7 @@ def _send_blocks(dataset: ray.data.Dataset, actors: list) -> None:
             i = load.index(min(load))
             busy[actors[i].add.remote(block)] = i
             load[i] += 1
-    while busy:
-        finish_one()
+    return list(busy)
 
 
 #: Tokenizers loaded in this (worker) process, by the digest of their JSON:

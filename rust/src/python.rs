@@ -415,24 +415,20 @@ impl PieceCounter {
     /// Adds the counts of `to_transfer_bytes` parts (the workers' counts):
     /// those hashed with this counter's key shard by shard on all cores.
     /// `source` names them in errors; a part made another way is a
-    /// `ValueError`.
+    /// `ValueError`. Nothing is added unless every part is sound.
     fn add_transfer_bytes(
         &self,
         py: Python<'_>,
         parts: Vec<Vec<u8>>,
         source: &str,
     ) -> PyResult<()> {
-        let theirs = PieceCounter::from_transfer_bytes(py, parts, source)?;
-        if let Some(difference) = self.counter.difference(&theirs.counter) {
-            return Err(PyValueError::new_err(difference));
-        }
-        let counts = theirs
-            .counts
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner());
+        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let mut guard = self.lock();
         let total: &mut PieceCounts = &mut guard;
-        in_pool(py, || total.merge(counts))
+        in_pool(py, || {
+            counting::transfer::add(total, &self.counter, &parts, source)
+        })?
+        .map_err(to_py)
     }
 
     /// Adds `other`'s counts, each multiplied by `factor` (at least 1) and

@@ -307,6 +307,7 @@ impl Sink for Shard {
 #[derive(Clone)]
 pub struct PieceTable {
     key: u64,
+    hasher: FixedState,
     shards: Vec<Shard>,
     outsized: FxHashMap<Vec<u8>, u64>,
 }
@@ -336,7 +337,7 @@ impl PartialEq for PieceTable {
 impl Sink for PieceTable {
     #[inline(always)]
     fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64 {
-        hash(&self.shards[0].hasher, piece, head)
+        hash(&self.hasher, piece, head)
     }
 
     #[inline(always)]
@@ -370,6 +371,7 @@ impl PieceTable {
         let hasher = FixedState::with_seed(key);
         PieceTable {
             key,
+            hasher: hasher.clone(),
             shards: (0..SHARDS)
                 .map(|_| Shard::with_capacity(hasher.clone(), share))
                 .collect(),
@@ -496,18 +498,18 @@ impl PieceTable {
 
     /// Fills the shards, each on its own (on all cores): `fill(i, filler)`
     /// adds the pieces of shard `i` through `filler`, after room is made
-    /// for `room(i)` pieces in all. What each returned, or the first error
-    /// (the table is then incomplete).
+    /// for `room(i, pieces there)` pieces in all. What each returned, or
+    /// the first error (the table is then incomplete).
     pub fn fill_shards<T: Send, E: Send>(
         &mut self,
-        room: impl Fn(usize) -> usize + Sync,
+        room: impl Fn(usize, usize) -> usize + Sync,
         fill: impl Fn(usize, &mut ShardFiller<'_>) -> std::result::Result<T, E> + Sync,
     ) -> std::result::Result<Vec<T>, E> {
         self.shards
             .par_iter_mut()
             .enumerate()
             .map(|(i, shard)| {
-                shard.reserve(room(i));
+                shard.reserve(room(i, shard.used));
                 fill(i, &mut ShardFiller { shard, index: i })
             })
             .collect()

@@ -36,7 +36,7 @@
 use rayon::prelude::*;
 
 use super::file::{open, put_varint, seal, start, Format, Header, Records};
-use super::table::{MAX_LEN, SHARDS};
+use super::table::SHARDS;
 use super::{Counter, PieceCounts, PieceTable};
 use crate::error::{Error, Result};
 
@@ -148,9 +148,9 @@ impl<'a> Part<'a> {
         })
     }
 
-    /// Hands each piece of section `i` to `add`, which says whether it
-    /// belongs there; the occurrences the section holds.
-    fn read_section(&self, i: usize, mut add: impl FnMut(&'a [u8], u64) -> bool) -> Result<u64> {
+    /// Hands each piece of section `i` to `add`; the occurrences the
+    /// section holds.
+    fn read_section(&self, i: usize, mut add: impl FnMut(&'a [u8], u64)) -> Result<u64> {
         let section = &self.sections[i];
         let mut records = Records {
             data: section.bytes,
@@ -178,9 +178,7 @@ impl<'a> Part<'a> {
             if piece.is_empty() || count == 0 {
                 return Err(bad("an empty piece or a count of 0"));
             }
-            if !add(piece, count) {
-                return Err(bad("the piece does not belong in this section"));
-            }
+            add(piece, count);
             pieces += 1;
             occurrences = occurrences
                 .checked_add(count)
@@ -220,81 +218,111 @@ impl<'a> Part<'a> {
 /// `InvalidArgument` names the setting where two differ), and the counts,
 /// in a table of the first part's key.
 pub fn read(parts: &[&[u8]], source: &str) -> Result<(Counter, PieceCounts)> {
-    let parts = parts
-        .par_iter()
-        .enumerate()
-        .map(|(i, data)| Part::open(data, format!("{source} {i}")))
-        .collect::<Result<Vec<_>>>()?;
+    let parts = open_all(parts, source)?;
     let Some(first) = parts.first() else {
         return Err(Error::invalid("no counts to read"));
     };
-    for part in &parts[1..] {
-        if let Some(difference) = first.header.counter.difference(&part.header.counter) {
+    let counter = Counter::from_description(&first.header.counter.description())?;
+    let mut counts = PieceCounts {
+        pieces: PieceTable::with_key(first.key, 0),
+        ..PieceCounts::default()
+    };
+    add_parts(&mut counts, &counter, &parts)?;
+    Ok((counter, counts))
+}
+
+/// Adds the counts that `parts` carry into `counts`, made by `counter`
+/// (`source` names the parts in errors, each with its index; a part made
+/// by another counter is an `InvalidArgument` naming the setting that
+/// differs). Parts hashed with the key of `counts` are added shard by
+/// shard on all cores. Nothing is added unless every part is sound.
+pub fn add(
+    counts: &mut PieceCounts,
+    counter: &Counter,
+    parts: &[&[u8]],
+    source: &str,
+) -> Result<()> {
+    add_parts(counts, counter, &open_all(parts, source)?)
+}
+
+fn open_all<'a>(parts: &[&'a [u8]], source: &str) -> Result<Vec<Part<'a>>> {
+    parts
+        .par_iter()
+        .enumerate()
+        .map(|(i, data)| Part::open(data, format!("{source} {i}")))
+        .collect()
+}
+
+fn add_parts(counts: &mut PieceCounts, counter: &Counter, parts: &[Part]) -> Result<()> {
+    for part in parts {
+        if let Some(difference) = counter.difference(&part.header.counter) {
             return Err(Error::invalid(difference));
         }
     }
+    // Every section read once to check it, on all cores, before anything
+    // is added: then adding cannot fail half way.
+    let occurrences = parts
+        .par_iter()
+        .flat_map(|part| (0..SECTIONS).into_par_iter().map(move |i| (part, i)))
+        .map(|(part, i)| part.read_section(i, |_, _| {}))
+        .collect::<Result<Vec<u64>>>()?;
+    for (part, sums) in parts.iter().zip(occurrences.chunks(SECTIONS)) {
+        part.check_sums(sums.iter().copied())?;
+    }
+    let key = counts.pieces.key();
     let (aligned, rekeyed): (Vec<&Part>, Vec<&Part>) =
-        parts.iter().partition(|part| part.key == first.key);
-    let mut pieces = PieceTable::with_key(first.key, 0);
-    // The occurrences of each shard of each aligned part.
-    let occurrences: Vec<Vec<u64>> = pieces.fill_shards(
-        // Room for the largest part's pieces and a quarter of the others'
-        // (parts of one corpus share most of their pieces).
-        |i| {
+        parts.iter().partition(|part| part.key == key);
+    // Each shard's own pieces, in the order of their places; a piece that
+    // is not (a part altered behind its checksum) is added with the rest.
+    let misplaced: Vec<Vec<(&[u8], u64)>> = counts.pieces.fill_shards(
+        // Room for the most pieces already there or in one part, and a
+        // quarter of the others (counts of one corpus share most pieces).
+        |i, present| {
             let sizes = aligned.iter().map(|part| part.sections[i].pieces as usize);
-            let (largest, all) = sizes.fold((0, 0), |(m, s), n| (m.max(n), s + n));
+            let (largest, all) = sizes.fold((present, present), |(m, s), n| (m.max(n), s + n));
             largest + (all - largest) / 4
         },
         |i, filler| {
-            aligned
-                .iter()
-                .map(|part| part.read_section(i, |piece, count| filler.add(piece, count)))
-                .collect::<Result<Vec<_>>>()
+            let mut misplaced = Vec::new();
+            for part in &aligned {
+                part.read_section(i, |piece, count| {
+                    if !filler.add(piece, count) {
+                        misplaced.push((piece, count));
+                    }
+                })?;
+            }
+            Ok::<_, Error>(misplaced)
         },
     )?;
     // The pieces too long for a slot, and the parts of other keys, are
     // added piece by piece.
-    let mut lists = Vec::new();
-    for (k, part) in aligned.iter().enumerate() {
+    let mut lists = misplaced;
+    for part in &aligned {
         let mut outsized = Vec::new();
-        let sum = part.read_section(SHARDS, |piece, count| {
-            outsized.push((piece, count));
-            piece.len() > MAX_LEN
-        })?;
-        part.check_sums(occurrences.iter().map(|shards| shards[k]).chain([sum]))?;
+        part.read_section(SHARDS, |piece, count| outsized.push((piece, count)))?;
         lists.push(outsized);
     }
     for part in rekeyed {
         let mut list = Vec::new();
-        let sums = (0..SECTIONS)
-            .map(|i| {
-                part.read_section(i, |piece, count| {
-                    list.push((piece, count));
-                    true
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        part.check_sums(sums.into_iter())?;
+        for i in 0..SECTIONS {
+            part.read_section(i, |piece, count| list.push((piece, count)))?;
+        }
         lists.push(list);
     }
-    pieces.add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    let mut counts = PieceCounts {
-        pieces,
-        ..PieceCounts::default()
-    };
-    for part in &parts {
+    counts
+        .pieces
+        .add_lists(&lists.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    for part in parts {
         counts.text_bytes += part.header.text_bytes;
         counts.dropped += part.header.dropped;
     }
-    Ok((
-        parts.into_iter().next().expect("a part").header.counter,
-        counts,
-    ))
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counting::table::MAX_LEN;
     use crate::text::pattern::Pattern;
 
     fn counter() -> Counter {
@@ -388,16 +416,6 @@ mod tests {
         };
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (
-                // A section's pieces moved to the next section.
-                resealed(&data, |d| {
-                    let (a, b) = (index + 16 * first_full, index + 16 * (first_full + 1));
-                    let moved: Vec<u8> = d[a..a + 16].to_vec();
-                    d[b..b + 16].copy_from_slice(&moved);
-                    d[a..a + 16].fill(0);
-                }),
-                "does not belong in this section",
-            ),
-            (
                 resealed(&data, |d| d[index + 16 * first_full + 8] += 1),
                 "its index says",
             ),
@@ -434,6 +452,38 @@ mod tests {
                 "{what}: {e}"
             );
         }
+        // Every shard's pieces in the first section: each is still counted,
+        // in its own shard.
+        let merged = resealed(&data, |d| {
+            let (mut bytes, mut pieces) = (0u64, 0u64);
+            for i in 0..SHARDS {
+                let entry = index + 16 * i;
+                bytes += u64::from_le_bytes(d[entry..entry + 8].try_into().unwrap());
+                pieces += u64::from_le_bytes(d[entry + 8..entry + 16].try_into().unwrap());
+                d[entry..entry + 16].fill(0);
+            }
+            d[index..index + 8].copy_from_slice(&bytes.to_le_bytes());
+            d[index + 8..index + 16].copy_from_slice(&pieces.to_le_bytes());
+        });
+        let (_, read_back) = read(&[&merged], "worker").unwrap();
+        assert!(read_back.pieces == counts.pieces);
+    }
+
+    #[test]
+    fn nothing_is_added_unless_every_part_is_sound() {
+        let counts = counted(5, &["one two three two one"]);
+        let good = write(&counter(), &counts);
+        let bad = resealed(&good, |d| {
+            let last = d.len() - 1;
+            d[last] = 0;
+        });
+        let mut total = counted(5, &["four"]);
+        let before = total.clone();
+        assert!(add(&mut total, &counter(), &[&good, &bad], "worker").is_err());
+        assert!(total.pieces == before.pieces && total.text_bytes == before.text_bytes);
+        add(&mut total, &counter(), &[&good, &good], "worker").unwrap();
+        assert_eq!(total.pieces.get(b" two"), Some(4));
+        assert_eq!(total.text_bytes, before.text_bytes + 2 * counts.text_bytes);
     }
 
     #[test]
