@@ -176,11 +176,6 @@ impl Shard {
         }
     }
 
-    /// Pieces in the shard.
-    pub fn len(&self) -> usize {
-        self.used
-    }
-
     fn key(&self, slot: &Slot) -> &[u8] {
         &self.keys[slot.start()..slot.start() + slot.len()]
     }
