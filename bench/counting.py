@@ -24,8 +24,10 @@ cache (``$POLYTOK_BENCH_DATA``), never into the project.
   row per line, 16 blocks), counted by ``polytok.ray.count`` on two local
   workers (each counting on one core) against one process counting the
   same lines as Arrow (``Counts.add_arrow``) on one thread, and on all;
-  medians of 3. Ray's start-up (``ray.init``, reading the file into the
-  object store, a first count, which starts the workers) is timed apart.
+  five rounds of the three after Ray has started, medians (each ratio the
+  median of the rounds'). Ray's start-up (``ray.init``, reading the file
+  into the object store, a first count, which starts the workers) is
+  timed apart.
   The counts are checked to be identical.
 """
 
