@@ -86,9 +86,10 @@ fn head(piece: &[u8]) -> [u64; 2] {
 }
 
 /// A piece's hash under a table's key, from its head when that is the
-/// whole piece.
+/// whole piece. (Making the hasher from the key is one XOR.)
 #[inline(always)]
-fn hash(hasher: &FixedState, piece: &[u8], head: [u64; 2]) -> u64 {
+fn hash(key: u64, piece: &[u8], head: [u64; 2]) -> u64 {
+    let hasher = FixedState::with_seed(key);
     if piece.len() <= 16 {
         hasher.hash_one((head[0], head[1], piece.len() as u8))
     } else {
@@ -156,8 +157,8 @@ pub struct Shard {
     used: usize,
     /// Every key, one after another.
     keys: Vec<u8>,
-    /// The table's hash.
-    hasher: FixedState,
+    /// The key of the table's hash.
+    table_key: u64,
 }
 
 /// Slots for `pieces` pieces at most 70% full.
@@ -167,12 +168,12 @@ fn slots_for(pieces: usize) -> usize {
 
 impl Shard {
     /// A shard with room for `pieces` pieces before it grows.
-    fn with_capacity(hasher: FixedState, pieces: usize) -> Self {
+    fn with_capacity(table_key: u64, pieces: usize) -> Self {
         Shard {
             slots: free_slots(slots_for(pieces)),
             used: 0,
             keys: Vec::new(),
-            hasher,
+            table_key,
         }
     }
 
@@ -236,7 +237,7 @@ impl Shard {
         let old = std::mem::replace(&mut self.slots, slots);
         let mask = self.slots.len() - 1;
         for slot in old.into_iter().filter(|slot| slot.count != 0) {
-            let mut at = self.home(hash(&self.hasher, self.key(&slot), slot.head));
+            let mut at = self.home(hash(self.table_key, self.key(&slot), slot.head));
             while self.slots[at].count != 0 {
                 at = (at + 1) & mask;
             }
@@ -256,7 +257,7 @@ impl Shard {
 impl Sink for Shard {
     #[inline(always)]
     fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64 {
-        hash(&self.hasher, piece, head)
+        hash(self.table_key, piece, head)
     }
 
     #[inline(always)]
@@ -302,7 +303,6 @@ impl Sink for Shard {
 #[derive(Clone)]
 pub struct PieceTable {
     key: u64,
-    hasher: FixedState,
     shards: Vec<Shard>,
     outsized: FxHashMap<Vec<u8>, u64>,
 }
@@ -332,7 +332,7 @@ impl PartialEq for PieceTable {
 impl Sink for PieceTable {
     #[inline(always)]
     fn hash(&self, piece: &[u8], head: [u64; 2]) -> u64 {
-        hash(&self.hasher, piece, head)
+        hash(self.key, piece, head)
     }
 
     #[inline(always)]
@@ -363,12 +363,10 @@ impl PieceTable {
     pub fn with_key(key: u64, pieces: usize) -> Self {
         // A shard's share, with room for the shards' uneven shares.
         let share = pieces / SHARDS + pieces / SHARDS / 8;
-        let hasher = FixedState::with_seed(key);
         PieceTable {
             key,
-            hasher: hasher.clone(),
             shards: (0..SHARDS)
-                .map(|_| Shard::with_capacity(hasher.clone(), share))
+                .map(|_| Shard::with_capacity(key, share))
                 .collect(),
             outsized: FxHashMap::default(),
         }

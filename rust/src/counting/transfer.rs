@@ -218,17 +218,16 @@ impl<'a> Part<'a> {
 /// `InvalidArgument` names the setting where two differ), and the counts,
 /// in a table of the first part's key.
 pub fn read(parts: &[&[u8]], source: &str) -> Result<(Counter, PieceCounts)> {
-    let parts = open_all(parts, source)?;
+    let mut parts = open_all(parts, source)?;
     let Some(first) = parts.first() else {
         return Err(Error::invalid("no counts to read"));
     };
-    let counter = Counter::from_description(&first.header.counter.description())?;
     let mut counts = PieceCounts {
         pieces: PieceTable::with_key(first.key, 0),
         ..PieceCounts::default()
     };
-    add_parts(&mut counts, &counter, &parts)?;
-    Ok((counter, counts))
+    add_parts(&mut counts, &first.header.counter, &parts)?;
+    Ok((parts.swap_remove(0).header.counter, counts))
 }
 
 /// Adds the counts that `parts` carry into `counts`, made by `counter`
