@@ -9,8 +9,9 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::bpe::{BpeModel, EncodeState};
+use crate::bpe::{BpeModel, EncodeState, PieceBatch};
 use crate::error::{Error, Result};
+use crate::text::pattern::PreTokenizer as PatternSplitter;
 use crate::text::pre_tokenizers::{write_metaspaced, Piece};
 use crate::unigram::UnigramModel;
 use crate::wordpiece::WordPieceModel;
@@ -143,6 +144,29 @@ impl PieceEncoder<'_> {
                 m.encode_word(piece, out);
             }
             PieceEncoder::Unigram(m) => m.encode_piece(piece, out, None),
+        }
+    }
+
+    /// Appends the ids of the pieces `splitter` cuts `text` into. BPE looks
+    /// them up in batches (`bpe::PieceBatch`).
+    pub(crate) fn encode_split(
+        &mut self,
+        text: &str,
+        splitter: &PatternSplitter,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        match self {
+            PieceEncoder::Bpe(m, state) => {
+                let first = out.len();
+                let mut batch = PieceBatch::new(m, state, text, out);
+                let base = text.as_ptr() as usize;
+                splitter
+                    .for_each_piece(text, |p| batch.push(p.as_ptr() as usize - base, p.len()))?;
+                batch.finish();
+                shift(&mut out[first..], m.first_id());
+                Ok(())
+            }
+            _ => splitter.for_each_piece(text, |piece| self.encode(piece, out)),
         }
     }
 

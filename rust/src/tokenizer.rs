@@ -640,6 +640,7 @@ impl Tokenizer {
             }
         };
         self.model.with_encoder(|model| match &self.pre_tokenizer {
+            Some(PreTokenizer::Pattern(splitter)) => model.encode_split(normalized, splitter, out),
             Some(p) => p.for_each_piece(normalized, offset == 0, buffer, |piece| {
                 model.encode_piece(piece, out)
             }),

@@ -24,6 +24,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use super::backtrack::PairMemo;
+use super::short_pieces::PieceMemo;
 use super::BpeModel;
 use crate::pair_index::pair_key;
 use crate::vocab::hash_bytes;
@@ -49,6 +50,8 @@ pub(crate) struct EncodeState {
     /// `BpeModel::instance` of the model the cache belongs to.
     model: u64,
     cache: PieceCache,
+    /// Short merged pieces, looked up before `cache` (`short_pieces.rs`).
+    pub(super) memo: PieceMemo,
     buffers: MergeBuffers,
 }
 
@@ -165,6 +168,7 @@ impl BpeModel {
             if state.model != instance {
                 state.model = instance;
                 state.cache.clear();
+                state.memo = PieceMemo::default();
                 state.buffers.memo.clear();
             }
             let result = f(&mut state);
@@ -207,7 +211,13 @@ impl BpeModel {
     /// false: there is no cut inside). Long pieces are cut where they can
     /// be (`cuts.rs`): their parts are often tokens or cached.
     #[inline(always)]
-    fn encode_part(&self, piece: &[u8], cut: bool, out: &mut Vec<u32>, state: &mut EncodeState) {
+    pub(super) fn encode_part(
+        &self,
+        piece: &[u8],
+        cut: bool,
+        out: &mut Vec<u32>,
+        state: &mut EncodeState,
+    ) {
         let hash = hash_bytes(piece);
         if let Some(id) = self.vocab.id_with_hash(piece, hash) {
             // A whole piece that is a token is that token (tiktoken's
@@ -251,6 +261,29 @@ impl BpeModel {
         }
         if cacheable {
             state.cache.insert(piece, cache_hash, &out[start..]);
+        }
+    }
+
+    /// The ids of a short piece (`short_pieces::SHORT` bytes at most) that
+    /// is not a token, from the arena cache or merged. Pieces of more than
+    /// `keep_ids` ids are cached here; the caller keeps the others.
+    pub(super) fn encode_short_merged(
+        &self,
+        piece: &[u8],
+        keep_ids: usize,
+        out: &mut Vec<u32>,
+        state: &mut EncodeState,
+    ) {
+        debug_assert!(piece.len() <= SHORT_PIECE);
+        let hash = state.cache.hash(piece);
+        if let Some(ids) = state.cache.get(piece, hash) {
+            out.extend_from_slice(ids);
+            return;
+        }
+        let start = out.len();
+        self.merge_short(piece, NO_RANK, out);
+        if out.len() - start > keep_ids {
+            state.cache.insert(piece, hash, &out[start..]);
         }
     }
 

@@ -13,6 +13,7 @@ mod encoder;
 pub mod files;
 pub mod parity;
 mod reach;
+mod short_pieces;
 mod trainer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use rustc_hash::FxHashMap;
 
 pub(crate) use encoder::EncodeState;
 pub(crate) use encoder::{PieceCache, CACHED_PIECE};
+pub(crate) use short_pieces::PieceBatch;
 pub use trainer::{train, train_characters, TrainerSettings};
 
 use crate::error::{Error, Result};
@@ -57,6 +59,9 @@ pub struct BpeModel {
     /// The encoder of long pieces, built on first use (loading stays fast);
     /// `None` when the merges are not in rank order.
     backtracker: OnceLock<Option<backtrack::Backtracker>>,
+    /// The short tokens by inline key, built on first use (training makes
+    /// models it never encodes with).
+    token_index: OnceLock<short_pieces::TokenIndex>,
     /// Unique per model object: tells the per-thread encoding caches apart.
     /// Replaced by `clear_cache`, which makes every thread's cache stale.
     instance: AtomicU64,
@@ -117,6 +122,7 @@ impl BpeModel {
             first_id: 0,
             reach: reach::Reach::unknown(),
             backtracker: OnceLock::new(),
+            token_index: OnceLock::new(),
             instance: AtomicU64::new(new_instance()),
         };
         model.reach = reach::Reach::new(&model);
@@ -131,6 +137,11 @@ impl BpeModel {
                 Some(backtrack::Backtracker::new(self, splits))
             })
             .as_ref()
+    }
+
+    fn token_index(&self) -> &short_pieces::TokenIndex {
+        self.token_index
+            .get_or_init(|| short_pieces::TokenIndex::new(&self.vocab))
     }
 
     /// Forgets the pieces cached by encoding (on every thread), e.g. to

@@ -1,0 +1,461 @@
+//! Short pieces looked up in batches: the hot path of encoding running text.
+//!
+//! Nearly every piece of running text is short (up to 15 bytes: 99.6% of
+//! the pieces of English, 86% of Chinese or Russian) and is either a token
+//! (90% in English, 50–70% elsewhere) or a piece seen before. Its cost is
+//! then the wait for one or two random reads of tables of megabytes, which
+//! miss every cache; computing the answer is nothing beside them. So:
+//!
+//! - **Inline keys.** A short piece is packed into 16 bytes (its bytes, zero
+//!   padded, and its length in the last byte: `Key`). Comparing two keys is
+//!   two word compares, with no pointer to follow and no `memcmp`.
+//! - **One cache line per lookup.** `TokenIndex` (per model, shared by
+//!   every thread) holds every token of up to 15 bytes, three keys and their
+//!   ids per 64-byte bucket; `PieceMemo` (per thread) holds the pieces this
+//!   thread merged, two keys and up to three ids each per 64-byte line.
+//! - **Fetched ahead.** The pieces of a text are handed over in batches of
+//!   `BATCH` (`PieceBatch`): the key and hash of each piece are computed and
+//!   its two lines prefetched as the pre-tokenizer yields it, and the batch
+//!   is looked up only when full, so the reads of a whole batch overlap
+//!   instead of waiting one after the other.
+//!
+//! Pieces that miss both tables are merged (`encode_short_merged`); those of
+//! more than three ids are kept in the arena cache of `encoder.rs`, looked up
+//! before merging. Longer pieces take the general path, `encode_part`.
+//!
+//! The keys are the user's text, so the hash is seeded at random (per
+//! model) and neither table can be steered into long probes: the memo is
+//! two-way set-associative and lossy (one line per lookup, whatever the
+//! input), and the token index, built once from the vocabulary, probes at
+//! most as far as its longest chain at build time.
+
+use std::hash::{BuildHasher, RandomState};
+
+use super::encoder::EncodeState;
+use super::BpeModel;
+use crate::vocab::Vocab;
+
+/// The longest piece with an inline key.
+pub(super) const SHORT: usize = 15;
+
+/// A short piece: bytes 0..8 in `low`, bytes 8..15 in `high`'s low seven
+/// bytes (little-endian, zero past the end), the length in `high`'s top
+/// byte. All zeros is no piece (a piece is never empty).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[repr(C)]
+pub(super) struct Key {
+    low: u64,
+    high: u64,
+}
+
+impl Key {
+    /// The key of `text[start..start + len]`, `1 <= len <= SHORT`. One
+    /// 16-byte load, masked, where the text goes on that far (nearly
+    /// always).
+    #[inline(always)]
+    pub(super) fn of(text: &[u8], start: usize, len: usize) -> Key {
+        debug_assert!((1..=SHORT).contains(&len) && start + len <= text.len());
+        let word = match text.get(start..start + 16) {
+            Some(bytes) => u128::from_le_bytes(bytes.try_into().expect("16 bytes")),
+            None => {
+                let mut bytes = [0u8; 16];
+                bytes[..len].copy_from_slice(&text[start..start + len]);
+                u128::from_le_bytes(bytes)
+            }
+        };
+        let bytes = word & ((1u128 << (8 * len)) - 1);
+        Key {
+            low: bytes as u64,
+            high: (bytes >> 64) as u64 | (len as u64) << 56,
+        }
+    }
+
+    fn is_empty(self) -> bool {
+        self == Key::default()
+    }
+
+    /// foldhash's folded multiply of the key with a random seed: the seed
+    /// is secret, so crafted text cannot choose its buckets.
+    #[inline(always)]
+    fn hash(self, seed: [u64; 2]) -> u64 {
+        let product = (self.low ^ seed[0]) as u128 * (self.high ^ seed[1]) as u128;
+        product as u64 ^ (product >> 64) as u64
+    }
+}
+
+/// Asks the CPU to start fetching the line of `item` (no effect on what the
+/// program computes; a no-op off x86-64).
+#[inline(always)]
+fn prefetch<T>(item: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing the program sees and cannot fault.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(item as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
+}
+
+/// Every token of up to `SHORT` bytes by its key.
+pub(crate) struct TokenIndex {
+    seed: [u64; 2],
+    buckets: Box<[Bucket]>,
+    /// The most buckets any key's probe visits.
+    longest_probe: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Bucket {
+    keys: [Key; 3],
+    ids: [u32; 3],
+}
+
+impl TokenIndex {
+    pub(super) fn new(vocab: &Vocab) -> TokenIndex {
+        let short: Vec<(Key, u32)> = (0..vocab.len() as u32)
+            .filter_map(|id| {
+                let bytes = vocab.bytes(id);
+                (bytes.len() <= SHORT).then(|| (Key::of(bytes, 0, bytes.len()), id))
+            })
+            .collect();
+        // At most two thirds full: most probes end in their first bucket.
+        let n_buckets = (short.len().div_ceil(2)).next_power_of_two().max(1);
+        let mut index = TokenIndex {
+            seed: random_seed(),
+            buckets: vec![Bucket::default(); n_buckets].into_boxed_slice(),
+            longest_probe: 1,
+        };
+        let mask = n_buckets - 1;
+        for (key, id) in short {
+            let mut at = index.home(key.hash(index.seed));
+            let mut probe = 1;
+            loop {
+                let bucket = &mut index.buckets[at];
+                if let Some(slot) = bucket.keys.iter().position(|k| k.is_empty()) {
+                    bucket.keys[slot] = key;
+                    bucket.ids[slot] = id;
+                    break;
+                }
+                at = (at + 1) & mask;
+                probe += 1;
+            }
+            index.longest_probe = index.longest_probe.max(probe);
+        }
+        index
+    }
+
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        hash as usize & (self.buckets.len() - 1)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        prefetch(&self.buckets[self.home(hash)]);
+    }
+
+    /// The id of the token `key` is, if it is one. Buckets fill in order
+    /// and nothing is removed, so a bucket with room ends the probe.
+    #[inline(always)]
+    fn get(&self, key: Key, hash: u64) -> Option<u32> {
+        let mask = self.buckets.len() - 1;
+        let mut at = self.home(hash);
+        for _ in 0..self.longest_probe {
+            let bucket = &self.buckets[at];
+            for slot in 0..3 {
+                if bucket.keys[slot] == key {
+                    return Some(bucket.ids[slot]);
+                }
+            }
+            if bucket.keys[2].is_empty() {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+}
+
+fn random_seed() -> [u64; 2] {
+    let state = RandomState::new();
+    [state.hash_one(1u8), state.hash_one(2u8)]
+}
+
+/// The short pieces a thread has merged, with their ids (up to `MEMO_IDS`):
+/// a two-way set-associative cache, lossy, that grows with use from 64 KB to
+/// `MEMO_MAX_LINES` lines (4 MB).
+#[derive(Default)]
+pub(crate) struct PieceMemo {
+    lines: Vec<MemoLine>,
+    /// Pieces stored since the table last grew.
+    stored: usize,
+}
+
+const MEMO_IDS: usize = 3;
+const MEMO_MIN_LINES: usize = 1 << 10;
+const MEMO_MAX_LINES: usize = 1 << 16;
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct MemoLine {
+    /// The newer entry first.
+    entries: [MemoEntry; 2],
+}
+
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+struct MemoEntry {
+    key: Key,
+    ids: [u32; MEMO_IDS],
+    n_ids: u32,
+}
+
+impl PieceMemo {
+    /// The memo's line for `hash` (the hash's high half: its low half
+    /// places tokens), or `None` before the first store.
+    #[inline(always)]
+    fn line(&self, hash: u64) -> Option<&MemoLine> {
+        let mask = self.lines.len().wrapping_sub(1);
+        self.lines.get((hash >> 32) as usize & mask)
+    }
+
+    #[inline(always)]
+    fn get(&self, key: Key, hash: u64) -> Option<&[u32]> {
+        let line = self.line(hash)?;
+        let entry = line.entries.iter().find(|e| e.key == key)?;
+        Some(&entry.ids[..entry.n_ids as usize])
+    }
+
+    /// Remembers `ids` (at most `MEMO_IDS`) as the ids of `key` (whose hash
+    /// with `seed` is `hash`), evicting the older entry of its line if both
+    /// are taken.
+    fn store(&mut self, key: Key, hash: u64, seed: [u64; 2], ids: &[u32]) {
+        debug_assert!(ids.len() <= MEMO_IDS);
+        if 2 * self.stored >= self.lines.len() && self.lines.len() < MEMO_MAX_LINES {
+            // Past a piece per two lines (a line of two then rarely drops
+            // one), the next size, keeping what the
+            // smaller table held (older entries first, so that they stay the
+            // older ones).
+            let lines = (self.lines.len() * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
+            let old = std::mem::replace(&mut self.lines, vec![MemoLine::default(); lines]);
+            for slot in [1, 0] {
+                for entry in old.iter().map(|line| line.entries[slot]) {
+                    if !entry.key.is_empty() {
+                        self.put(entry, entry.key.hash(seed));
+                    }
+                }
+            }
+            self.stored = 0;
+        }
+        let mut entry = MemoEntry {
+            key,
+            n_ids: ids.len() as u32,
+            ..MemoEntry::default()
+        };
+        entry.ids[..ids.len()].copy_from_slice(ids);
+        self.put(entry, hash);
+        self.stored += 1;
+    }
+
+    fn put(&mut self, entry: MemoEntry, hash: u64) {
+        let mask = self.lines.len() - 1;
+        let line = &mut self.lines[(hash >> 32) as usize & mask];
+        line.entries[1] = line.entries[0];
+        line.entries[0] = entry;
+    }
+}
+
+/// How many pieces are looked up together: enough that the reads of one
+/// batch overlap, few enough that its lines are still in L1 when used.
+const BATCH: usize = 32;
+
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    key: Key,
+    hash: u64,
+    start: u32,
+    len: u32,
+}
+
+/// The pieces of one text on their way to ids (see the module comment):
+/// `push` each piece in order, then `finish`.
+pub(crate) struct PieceBatch<'a> {
+    model: &'a BpeModel,
+    index: &'a TokenIndex,
+    state: &'a mut EncodeState,
+    text: &'a [u8],
+    out: &'a mut Vec<u32>,
+    pending: [Pending; BATCH],
+    n: usize,
+}
+
+impl<'a> PieceBatch<'a> {
+    pub(crate) fn new(
+        model: &'a BpeModel,
+        state: &'a mut EncodeState,
+        text: &'a str,
+        out: &'a mut Vec<u32>,
+    ) -> Self {
+        PieceBatch {
+            model,
+            index: model.token_index(),
+            state,
+            text: text.as_bytes(),
+            out,
+            pending: [Pending::default(); BATCH],
+            n: 0,
+        }
+    }
+
+    /// Takes the next piece, `text[start..start + len]`.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, start: usize, len: usize) {
+        let mut pending = Pending {
+            start: start as u32,
+            len: len as u32,
+            ..Pending::default()
+        };
+        if len <= SHORT {
+            pending.key = Key::of(self.text, start, len);
+            pending.hash = pending.key.hash(self.index.seed);
+            self.index.prefetch(pending.hash);
+            if let Some(line) = self.state.memo.line(pending.hash) {
+                prefetch(line);
+            }
+        }
+        self.pending[self.n] = pending;
+        self.n += 1;
+        if self.n == BATCH {
+            self.flush();
+        }
+    }
+
+    /// Encodes the pieces taken so far.
+    pub(crate) fn finish(mut self) {
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        let PieceBatch {
+            model,
+            index,
+            state,
+            text,
+            out,
+            pending,
+            n,
+        } = self;
+        for p in &pending[..*n] {
+            let piece = &text[p.start as usize..(p.start + p.len) as usize];
+            if p.len as usize > SHORT {
+                model.encode_part(piece, true, out, state);
+                continue;
+            }
+            if let Some(id) = index.get(p.key, p.hash) {
+                out.push(id);
+                continue;
+            }
+            if let Some(ids) = state.memo.get(p.key, p.hash) {
+                out.extend_from_slice(ids);
+                continue;
+            }
+            let first = out.len();
+            model.encode_short_merged(piece, MEMO_IDS, out, state);
+            let ids = &out[first..];
+            if ids.len() <= MEMO_IDS {
+                state.memo.store(p.key, p.hash, index.seed, ids);
+            }
+        }
+        *n = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_hold_the_bytes_and_the_length() {
+        let text = b"abcdefghijklmnopqrstuvwxyz";
+        // Within the text and at its very end (the copying path) alike.
+        assert_eq!(Key::of(text, 0, 3), Key::of(b"abc", 0, 3));
+        assert_eq!(Key::of(text, 23, 3), Key::of(b"xyz", 0, 3));
+        assert_eq!(Key::of(text, 11, 15), Key::of(b"lmnopqrstuvwxyz", 0, 15));
+        // Same bytes, another length; zero bytes count.
+        assert_ne!(Key::of(b"a\0", 0, 1), Key::of(b"a\0", 0, 2));
+        assert!(!Key::of(b"\0", 0, 1).is_empty());
+    }
+
+    #[test]
+    fn the_token_index_finds_every_short_token_and_nothing_else() {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.extend((0..3000u32).map(|i| format!("t{i}").into_bytes()));
+        tokens.push(b"exactly fifteen".to_vec());
+        tokens.push(b"sixteen bytes!!!".to_vec());
+        let vocab = Vocab::new(tokens).unwrap();
+        let index = TokenIndex::new(&vocab);
+        for id in 0..vocab.len() as u32 {
+            let bytes = vocab.bytes(id);
+            let found = (bytes.len() <= SHORT).then(|| {
+                let key = Key::of(bytes, 0, bytes.len());
+                index.get(key, key.hash(index.seed))
+            });
+            let expected = (bytes.len() <= SHORT).then_some(Some(id));
+            assert_eq!(found, expected, "token {id}");
+        }
+        for absent in [&b"t3000"[..], b"tt", b"\0\0", b"exactly fifteeN"] {
+            let key = Key::of(absent, 0, absent.len());
+            assert_eq!(index.get(key, key.hash(index.seed)), None);
+        }
+    }
+
+    #[test]
+    fn the_memo_keeps_the_two_newest_pieces_of_a_line() {
+        let mut memo = PieceMemo::default();
+        let (a, b, c) = (
+            Key::of(b"a", 0, 1),
+            Key::of(b"b", 0, 1),
+            Key::of(b"c", 0, 1),
+        );
+        assert_eq!(memo.get(a, 7), None);
+        // One hash for all three: they share a line.
+        let seed = [0, 0];
+        memo.store(a, 7, seed, &[1]);
+        memo.store(b, 7, seed, &[2, 3]);
+        assert_eq!(memo.get(a, 7), Some(&[1][..]));
+        assert_eq!(memo.get(b, 7), Some(&[2, 3][..]));
+        memo.store(c, 7, seed, &[4, 5, 6]);
+        assert_eq!(memo.get(a, 7), None);
+        assert_eq!(memo.get(b, 7), Some(&[2, 3][..]));
+        assert_eq!(memo.get(c, 7), Some(&[4, 5, 6][..]));
+    }
+
+    #[test]
+    fn the_memo_keeps_its_pieces_as_it_grows() {
+        let mut memo = PieceMemo::default();
+        // A fixed seed: how many pieces stay depends on where they fall.
+        let seed = [0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344];
+        let keys: Vec<Key> = (0..30_000u32)
+            .map(|i| Key::of(format!("p{i}").as_bytes(), 0, format!("p{i}").len()))
+            .collect();
+        for (i, &key) in keys.iter().enumerate() {
+            memo.store(key, key.hash(seed), seed, &[i as u32]);
+        }
+        assert_eq!(memo.lines.len(), MEMO_MAX_LINES);
+        // The first pieces were stored in a table of 1,024 lines and moved
+        // three times; some lost their line to newer pieces, most did not
+        // (none would if growing dropped the table).
+        let kept = keys[..1000]
+            .iter()
+            .enumerate()
+            .filter(|&(i, &key)| memo.get(key, key.hash(seed)) == Some(&[i as u32][..]))
+            .count();
+        assert!(kept > 600, "{kept} of the first 1,000 pieces kept");
+        for (i, &key) in keys.iter().enumerate() {
+            let found = memo.get(key, key.hash(seed));
+            assert!(found.is_none() || found == Some(&[i as u32][..]));
+        }
+    }
+}
