@@ -38,6 +38,25 @@ use crate::vocab::Vocab;
 /// The longest piece with an inline key.
 pub(super) const SHORT: usize = 15;
 
+/// `KEEP_BYTES[n]` keeps the first `n` bytes of a 16-byte word, as masks
+/// of its two halves (a table lookup where a 128-bit shift takes several
+/// instructions).
+const KEEP_BYTES: [[u64; 2]; 16] = {
+    let mut masks = [[0u64; 2]; 16];
+    let mut n = 1;
+    while n < 16 {
+        masks[n] = if n < 8 {
+            [(1u64 << (8 * n)) - 1, 0]
+        } else if n == 8 {
+            [u64::MAX, 0]
+        } else {
+            [u64::MAX, (1u64 << (8 * (n - 8))) - 1]
+        };
+        n += 1;
+    }
+    masks
+};
+
 /// A short piece: bytes 0..8 in `low`, bytes 8..15 in `high`'s low seven
 /// bytes (little-endian, zero past the end), the length in `high`'s top
 /// byte. All zeros is no piece (a piece is never empty).
@@ -63,13 +82,14 @@ impl Key {
                 u128::from_le_bytes(bytes)
             }
         };
-        let bytes = word & ((1u128 << (8 * len)) - 1);
+        let [low_mask, high_mask] = KEEP_BYTES[len];
         Key {
-            low: bytes as u64,
-            high: (bytes >> 64) as u64 | (len as u64) << 56,
+            low: word as u64 & low_mask,
+            high: (word >> 64) as u64 & high_mask | (len as u64) << 56,
         }
     }
 
+    #[inline(always)]
     fn is_empty(self) -> bool {
         self == Key::default()
     }
