@@ -136,7 +136,9 @@ def test_ctrl_c_stops_training_promptly(tmp_path, model_options, threads):
     interrupted_at = time.monotonic()
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
-    assert time.monotonic() - interrupted_at < 2.0
+    # Training this corpus takes many seconds; stopping takes a fraction of
+    # one, but up to 2.3 s was seen on a loaded 2-core machine.
+    assert time.monotonic() - interrupted_at < 4.0
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr
     assert not out.exists()
