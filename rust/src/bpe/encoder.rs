@@ -227,6 +227,21 @@ impl BpeModel {
                 return;
             }
         }
+        self.encode_merged(piece, cut, 0, out, state);
+    }
+
+    /// The ids of a piece not taken as a token: from the arena cache, or
+    /// merged (cut first where it can be, when `cut`) and cached, unless it
+    /// has at most `kept_elsewhere` ids (`short_pieces` keeps those in its
+    /// memo).
+    pub(super) fn encode_merged(
+        &self,
+        piece: &[u8],
+        cut: bool,
+        kept_elsewhere: usize,
+        out: &mut Vec<u32>,
+        state: &mut EncodeState,
+    ) {
         // Very long pieces are rare and would crowd the cache.
         let cacheable = piece.len() <= CACHED_PIECE;
         let cache_hash = if cacheable {
@@ -259,31 +274,8 @@ impl BpeModel {
         } else if !self.encode_huge(piece, out, &mut state.buffers) {
             self.merge_below(piece, NO_RANK, out, &mut state.buffers);
         }
-        if cacheable {
+        if cacheable && out.len() - start > kept_elsewhere {
             state.cache.insert(piece, cache_hash, &out[start..]);
-        }
-    }
-
-    /// The ids of a short piece (`short_pieces::SHORT` bytes at most) that
-    /// is not a token, from the arena cache or merged. Pieces of more than
-    /// `keep_ids` ids are cached here; the caller keeps the others.
-    pub(super) fn encode_short_merged(
-        &self,
-        piece: &[u8],
-        keep_ids: usize,
-        out: &mut Vec<u32>,
-        state: &mut EncodeState,
-    ) {
-        debug_assert!(piece.len() <= SHORT_PIECE);
-        let hash = state.cache.hash(piece);
-        if let Some(ids) = state.cache.get(piece, hash) {
-            out.extend_from_slice(ids);
-            return;
-        }
-        let start = out.len();
-        self.merge_short(piece, NO_RANK, out);
-        if out.len() - start > keep_ids {
-            state.cache.insert(piece, hash, &out[start..]);
         }
     }
 

@@ -19,7 +19,7 @@
 //!   is looked up only when full, so the reads of a whole batch overlap
 //!   instead of waiting one after the other.
 //!
-//! Pieces that miss both tables are merged (`encode_short_merged`); those of
+//! Pieces that miss both tables are merged (`encode_merged`); those of
 //! more than three ids are kept in the arena cache of `encoder.rs`, looked up
 //! before merging. Longer pieces take the general path, `encode_part`.
 //!
@@ -382,7 +382,7 @@ impl<'a> PieceBatch<'a> {
                 continue;
             }
             let first = out.len();
-            model.encode_short_merged(piece, MEMO_IDS, out, state);
+            model.encode_merged(piece, true, MEMO_IDS, out, state);
             let ids = &out[first..];
             if ids.len() <= MEMO_IDS {
                 state.memo.store(p.key, p.hash, index.seed, ids);

@@ -543,3 +543,61 @@ fn a_long_text_cut_among_threads_has_the_ids_of_the_whole() {
     assert_eq!(whole.iter().filter(|&&id| id == eot).count(), 10);
     assert_eq!(ids_on(4), whole);
 }
+
+#[test]
+fn batched_lookups_give_the_ids_of_each_piece_alone() {
+    // The batched path (`short_pieces::PieceBatch`) against `encode_piece`
+    // one piece at a time, over text that takes every branch: tokens,
+    // merged pieces seen before (memo) and not, pieces of more than three
+    // ids (arena cache), pieces past 15 bytes, enough distinct merged
+    // pieces for the memo to grow, and a last piece at the very end of the
+    // text (its key copied, not loaded).
+    let syllables = [
+        "ka", "ri", "to", "mu", "sel", "ven", "dra", "qu", "ix", "ß", "東", "ц",
+    ];
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..1 + next(8))
+            .map(|_| syllables[next(syllables.len())])
+            .collect()
+    };
+    let corpus: Vec<String> = (0..300).map(|_| word(&mut next)).collect();
+    let corpus: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    let model = train(
+        counts(Pattern::Cl100k, &corpus),
+        &settings(400, Pattern::Cl100k),
+        &Progress::silent(),
+    )
+    .unwrap();
+    let words: Vec<String> = (0..6000).map(|_| word(&mut next)).collect();
+    let mut text = String::new();
+    for _ in 0..3 * words.len() {
+        text.push_str(&words[next(words.len())]);
+        text.push_str([" ", ", ", ".\n", " 123 "][next(4)]);
+    }
+    text.push_str(" ka");
+    let batched = |text: &str| {
+        let splitter = PreTokenizer::new(model.pattern().clone()).unwrap();
+        let base = text.as_ptr() as usize;
+        let mut ids = Vec::new();
+        model.with_state(|state| {
+            let mut batch = PieceBatch::new(&model, state, text, &mut ids);
+            splitter
+                .for_each_piece(text, |p| batch.push(p.as_ptr() as usize - base, p.len()))
+                .unwrap();
+            batch.finish();
+        });
+        ids
+    };
+    let alone = encode(&model, &text);
+    assert!(alone.len() > 50_000);
+    // A first pass and a second, with the memo warm.
+    assert_eq!(batched(&text), alone);
+    assert_eq!(batched(&text), alone);
+}
