@@ -14,7 +14,11 @@ cost of one call from Python against tiktoken.
    input of a model). Offsets and ids are checked equal on a sample.
 2. One call per line, cl100k, the lines of the same text: tiktoken
    ``encode_ordinary(line)``; polytok ``encode_ids(line)`` (a list) and
-   ``encode(line)`` (an Encoding); the ids checked equal.
+   ``encode(line)`` (an Encoding); fastokens (its cl100k preset, when
+   installed) ``encode(line)`` (an Encoding, its only call on one text) and
+   ``encode(line).ids`` (the Encoding and its list of ids); the ids
+   checked equal. Ratios against tiktoken and against fastokens's
+   ``encode(line).ids``.
 
 Each round runs every library once, side by side; figures are medians of
 ``--runs`` rounds, ratios medians of the per-round ratios.
@@ -84,6 +88,16 @@ def main() -> None:
         "polytok encode_ids": lambda: [cl100k.encode_ids(line) for line in lines],
         "polytok encode": lambda: [cl100k.encode(line) for line in lines],
     }
+    try:
+        import fastokens
+    except ImportError:
+        print("(fastokens is not installed: pip install '.[bench]' to compare with it)\n")
+    else:
+        ft = fastokens.Tokenizer.from_tiktoken(ranks, encoding="cl100k_base")
+        for line in sample:
+            assert ft.encode(line).ids == enc.encode_ordinary(line)
+        calls["fastokens encode(line).ids"] = lambda: [ft.encode(line).ids for line in lines]
+        calls["fastokens encode"] = lambda: [ft.encode(line) for line in lines]
 
     times: dict[str, list[float]] = {name: [] for name in (*bert, *calls)}
     for round_ in range(args.runs):
@@ -95,15 +109,25 @@ def main() -> None:
                 times[name].append(wall)
         print(f"round {round_ + 1}/{args.runs} done", file=sys.stderr, flush=True)
 
-    for title, group, reference in (
-        (f"BERT pipeline, Encodings with offsets, truncation 512, padding per batch of {args.batch}", bert, "tokenizers encode_batch"),
-        ("One call per line from Python, cl100k", calls, "tiktoken encode_ordinary"),
+    for title, group, references in (
+        (
+            f"BERT pipeline, Encodings with offsets, truncation 512, padding per batch of {args.batch}",
+            bert,
+            ["tokenizers encode_batch"],
+        ),
+        (
+            "One call per line from Python, cl100k",
+            calls,
+            [name for name in ("tiktoken encode_ordinary", "fastokens encode(line).ids") if name in calls],
+        ),
     ):
         rows = []
         for name in group:
             seconds = _data.median(times[name])
-            rows.append((name, f"{size / seconds:.1f}", f"{_data.speedup(times[reference], times[name]):.2f}"))
-        _data.print_table(title, ("", "MB/s", f"× {reference.split()[0]}"), rows, markdown=args.markdown)
+            ratios = [f"{_data.speedup(times[reference], times[name]):.2f}" for reference in references]
+            rows.append((name, f"{size / seconds:.1f}", *ratios))
+        headers = ("", "MB/s", *(f"× {reference.split()[0]}" for reference in references))
+        _data.print_table(title, headers, rows, markdown=args.markdown)
         print()
 
 

@@ -357,3 +357,28 @@ def test_pieces_nbest_and_sample_go_through_the_pipeline(sample_corpus):
     with pytest.raises(ValueError, match="cuts it into 2"):
         split.nbest(" a b", 2)
     assert split.sample(" a b", alpha=1e9, seed=1) == split.encode_ids(" a b")
+
+
+def test_calls_on_one_text_follow_the_settings_and_clean_surrogates():
+    """``encode`` and ``encode_ids`` are the compiled base class's: they
+    build the pipeline on first use, see a setting changed after it, take
+    their options by keyword only, and encode lone surrogates as U+FFFD
+    (a surrogate pair as its character), in the text and in the pair."""
+    tok = polytok.BPETokenizer.train_from_iterator(["low lower lowest x\ufffdy 😀"] * 10, vocab_size=300)
+    plain = tok.encode_ids("lowest low")
+    assert plain == tok.encode("lowest low").ids == tok.encode_batch_ids(["lowest low"])[0]
+    assert isinstance(tok._pipeline_cache, polytok._core.Pipeline)
+    tok.enable_padding(length=8, pad_id=0)
+    assert tok.encode("lowest low").ids == plain + [0] * (8 - len(plain))
+    assert tok.encode("lowest low").attention_mask == [1] * len(plain) + [0] * (8 - len(plain))
+    tok.no_padding()
+    assert tok.encode("lowest low").ids == plain
+    assert tok.encode_ids("x\udfffy") == tok.encode_ids("x\ufffdy")
+    assert tok.encode_ids("\ud83d\ude00") == tok.encode_ids("😀")
+    assert tok.encode("x\ud800y", "\udfff").ids == tok.encode("x\ufffdy", "\ufffd").ids
+    with pytest.raises(TypeError):
+        tok.encode_ids("low", False)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="str"):
+        tok.encode_ids(b"low")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode_ids("low", allowed_special="some")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, SupportsIndex, TypedDict, final, overload
 
 import numpy as np
+from typing_extensions import disjoint_base
 
 if sys.version_info >= (3, 12):
     from collections.abc import Buffer as _Buffer
@@ -35,6 +36,7 @@ __all__ = [
     "from_tekken_json",
     "readable",
     "Pipeline",
+    "TokenizerBase",
     "Encoding",
     "DecodeStream",
     "decode_tokens",
@@ -314,6 +316,30 @@ class Unigram:
     @property
     def unk_id(self) -> int | None:
         """The unknown piece's id; ``None`` for a model without one (byte fallback covers every text)."""
+
+@disjoint_base
+class TokenizerBase:
+    """The base class of ``polytok.Tokenizer``: its calls on one text, in Rust (no Python frame per call)."""
+
+    _pipeline_cache: Pipeline | None
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> TokenizerBase: ...
+    def encode(
+        self,
+        text: str,
+        pair: str | None = None,
+        *,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> Encoding:
+        """The ``Encoding`` of ``text`` (and ``pair``): ids, type ids, masks, offsets (character offsets into the texts given), word ids; ``allowed_special``: the special tokens recognized in the text (``"all"`` or a collection)."""
+    def encode_ids(
+        self,
+        text: str,
+        *,
+        add_special_tokens: bool = True,
+        allowed_special: _AllowedSpecial = None,
+    ) -> list[int]:
+        """The ids of ``text`` alone, as a list: the fastest way to them (no offsets, no ``Encoding``)."""
 
 @final
 class Pipeline:

@@ -78,7 +78,7 @@ Model = _core.Bpe | _core.WordPiece | _core.Unigram
 Input = str | tuple[str, str]
 
 
-class Tokenizer:
+class Tokenizer(_core.TokenizerBase):
     """A model with its normalizer, pre-tokenizer, special tokens,
     post-processor, truncation, padding and decoder.
 
@@ -134,7 +134,7 @@ class Tokenizer:
         self._added_token_flags: list[dict] = []
         self._truncation: dict | None = None
         self._padding: dict | None = None
-        self._pipeline_cache: _core.Pipeline | None = None
+        self._pipeline_cache = None
         self._training: dict | None = None
 
     # ---------------------------------------------------------------- the steps
@@ -298,35 +298,9 @@ class Tokenizer:
         return self._pipeline_cache
 
     # ----------------------------------------------------------------- encoding
-
-    def encode(
-        self,
-        text: str,
-        pair: str | None = None,
-        *,
-        add_special_tokens: bool = True,
-        allowed_special: AllowedSpecial = (),
-    ) -> Encoding:
-        """The :data:`Encoding` of ``text`` (and ``pair``): ids, type ids,
-        masks, offsets (character offsets into the texts given), word ids.
-
-        ``add_special_tokens``: apply the post-processor's template.
-        ``allowed_special``: the special tokens recognized in the text
-        (``"all"`` or a collection); others are ordinary text. Offsets, word
-        ids and tokens are computed when first read. Lone surrogates (not
-        encodable as UTF-8) are encoded as U+FFFD, as tiktoken does.
-        """
-        # (A loop of short texts spends much of its time in these few
-        # lines: no more Python than needed.)
-        pipeline = self._pipeline_cache or self._pipeline
-        try:
-            if pair is None and add_special_tokens and not allowed_special:
-                return pipeline.encode(text)  # (the common call, the fewest arguments)
-            return pipeline.encode(text, pair, add_special_tokens, _allowed(allowed_special))
-        except UnicodeEncodeError:
-            pair = None if pair is None else without_surrogates(pair)
-            text = without_surrogates(text)
-            return self.encode(text, pair, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
+    # ``encode`` and ``encode_ids``, the calls on one text, are
+    # ``_core.TokenizerBase``'s: a loop over short texts would spend as much
+    # time in a Python frame around them as in encoding.
 
     def encode_batch(
         self,
@@ -346,18 +320,6 @@ class Tokenizer:
             return self._pipeline.encode_batch(inputs, add_special_tokens, allowed, offsets)
         except UnicodeEncodeError:
             return self._pipeline.encode_batch(_clean_inputs(inputs), add_special_tokens, allowed, offsets)
-
-    def encode_ids(self, text: str, *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()) -> list[int]:
-        """The ids of ``text`` alone, as a list: the fastest way to them
-        (no offsets, no :data:`Encoding`)."""
-        pipeline = self._pipeline_cache or self._pipeline
-        try:
-            if add_special_tokens and not allowed_special:
-                return pipeline.encode_ids(text)  # (the common call, the fewest arguments)
-            return pipeline.encode_ids(text, None, add_special_tokens, _allowed(allowed_special))
-        except UnicodeEncodeError:
-            text = without_surrogates(text)
-            return self.encode_ids(text, add_special_tokens=add_special_tokens, allowed_special=allowed_special)
 
     def encode_batch_ids(
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()

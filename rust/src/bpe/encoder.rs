@@ -52,6 +52,8 @@ pub(crate) struct EncodeState {
     cache: PieceCache,
     /// Short merged pieces, looked up before `cache` (`short_pieces.rs`).
     pub(super) memo: PieceMemo,
+    /// The buffer of `PieceBatch`.
+    pub(super) pending: Vec<super::short_pieces::Pending>,
     buffers: MergeBuffers,
 }
 
@@ -300,6 +302,9 @@ impl BpeModel {
 
     #[inline(always)]
     pub(super) fn pair_rank(&self, left: u32, right: u32) -> u32 {
+        if (left | right) < super::LOW_IDS as u32 {
+            return self.low_pairs[left as usize * super::LOW_IDS + right as usize];
+        }
         self.pairs
             .get(&pair_key(left, right))
             .copied()

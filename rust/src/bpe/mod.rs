@@ -39,6 +39,11 @@ pub struct BpeModel {
     /// byte * 256 + second byte): every merge of a piece starts with these
     /// lookups, and this table stays in cache where the hash table does not.
     byte_pairs: Box<[u32]>,
+    /// The same for two tokens both below `LOW_IDS`, as a dense grid: after
+    /// the first merges of a piece, most pairs still join low ids (ids are
+    /// ranks, and the first merges make the commonest tokens), and one load
+    /// from this grid costs a fraction of a probe of the hash table above.
+    low_pairs: Box<[u32]>,
     byte_ids: [u32; 256],
     /// Where long pieces can be cut into independent parts.
     cuts: cuts::CutFilter,
@@ -66,6 +71,10 @@ pub struct BpeModel {
     /// Replaced by `clear_cache`, which makes every thread's cache stale.
     instance: AtomicU64,
 }
+
+/// The side of `BpeModel::low_pairs`: 512 x 512 ids of 4 bytes, 1 MB, which
+/// stays in a core's L2 cache.
+const LOW_IDS: usize = 1024;
 
 /// Source of `BpeModel::instance`.
 static INSTANCES: AtomicU64 = AtomicU64::new(1);
@@ -109,11 +118,19 @@ impl BpeModel {
                 pairs.get(&key).copied().unwrap_or(encoder::NO_RANK)
             })
             .collect();
+        let mut low_pairs = vec![encoder::NO_RANK; LOW_IDS * LOW_IDS].into_boxed_slice();
+        for (&key, &id) in &pairs {
+            let (left, right) = ((key >> 32) as usize, key as u32 as usize);
+            if left < LOW_IDS && right < LOW_IDS {
+                low_pairs[left * LOW_IDS + right] = id;
+            }
+        }
         let cuts = cuts::CutFilter::new(vocab.iter());
         let mut model = BpeModel {
             vocab,
             pairs,
             byte_pairs,
+            low_pairs,
             byte_ids,
             cuts,
             pattern,

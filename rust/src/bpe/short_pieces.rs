@@ -292,7 +292,7 @@ impl PieceMemo {
 const BATCH: usize = 32;
 
 #[derive(Clone, Copy, Default)]
-struct Pending {
+pub(super) struct Pending {
     key: Key,
     hash: u64,
     start: u32,
@@ -307,8 +307,10 @@ pub(crate) struct PieceBatch<'a> {
     state: &'a mut EncodeState,
     text: &'a [u8],
     out: &'a mut Vec<u32>,
-    pending: [Pending; BATCH],
-    n: usize,
+    /// The thread's buffer of `BATCH` pieces, borrowed from `state` until
+    /// `finish` (a fresh array per text would cost a short text more than
+    /// its lookups: zeroed, then moved with the batch).
+    pending: Vec<Pending>,
 }
 
 impl<'a> PieceBatch<'a> {
@@ -318,14 +320,16 @@ impl<'a> PieceBatch<'a> {
         text: &'a str,
         out: &'a mut Vec<u32>,
     ) -> Self {
+        let mut pending = std::mem::take(&mut state.pending);
+        pending.clear();
+        pending.reserve(BATCH);
         PieceBatch {
             model,
             index: model.token_index(),
             state,
             text: text.as_bytes(),
             out,
-            pending: [Pending::default(); BATCH],
-            n: 0,
+            pending,
         }
     }
 
@@ -345,9 +349,8 @@ impl<'a> PieceBatch<'a> {
                 prefetch(line);
             }
         }
-        self.pending[self.n] = pending;
-        self.n += 1;
-        if self.n == BATCH {
+        self.pending.push(pending);
+        if self.pending.len() == BATCH {
             self.flush();
         }
     }
@@ -355,6 +358,7 @@ impl<'a> PieceBatch<'a> {
     /// Encodes the pieces taken so far.
     pub(crate) fn finish(mut self) {
         self.flush();
+        self.state.pending = std::mem::take(&mut self.pending);
     }
 
     fn flush(&mut self) {
@@ -365,9 +369,8 @@ impl<'a> PieceBatch<'a> {
             text,
             out,
             pending,
-            n,
         } = self;
-        for p in &pending[..*n] {
+        for p in pending.iter() {
             let piece = &text[p.start as usize..(p.start + p.len) as usize];
             if p.len as usize > SHORT {
                 model.encode_part(piece, true, out, state);
@@ -388,7 +391,7 @@ impl<'a> PieceBatch<'a> {
                 state.memo.store(p.key, p.hash, index.seed, ids);
             }
         }
-        *n = 0;
+        pending.clear();
     }
 }
 

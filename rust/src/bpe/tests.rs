@@ -601,3 +601,41 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
     assert_eq!(batched(&text), alone);
     assert_eq!(batched(&text), alone);
 }
+
+#[test]
+fn the_low_id_grid_agrees_with_the_pair_table() {
+    // Tokens past `LOW_IDS`, each two earlier ones joined, so that pairs
+    // fall on both sides of the grid's edge.
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut seen: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    while tokens.len() < 3 * super::LOW_IDS {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let n = tokens.len() as u64;
+        let (left, right) = ((state % n) as usize, ((state >> 32) % n) as usize);
+        let joined = [tokens[left].as_slice(), tokens[right].as_slice()].concat();
+        if joined.len() <= 12 && seen.insert(joined.clone()) {
+            tokens.push(joined);
+        }
+    }
+    let model = BpeModel::new(tokens, Pattern::Whole, vec![], None).unwrap();
+    assert!(model
+        .pairs
+        .keys()
+        .any(|&key| key >> 32 >= super::LOW_IDS as u64));
+    for (&key, &id) in &model.pairs {
+        assert_eq!(model.pair_rank((key >> 32) as u32, key as u32), id);
+    }
+    let n = model.vocab.len() as u32;
+    for left in (0..n).step_by(7) {
+        for right in (0..n).step_by(11) {
+            let expected = model.pairs.get(&crate::pair_index::pair_key(left, right));
+            assert_eq!(
+                model.pair_rank(left, right),
+                expected.copied().unwrap_or(u32::MAX)
+            );
+        }
+    }
+}
