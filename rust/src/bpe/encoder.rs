@@ -302,8 +302,8 @@ impl BpeModel {
 
     #[inline(always)]
     pub(super) fn pair_rank(&self, left: u32, right: u32) -> u32 {
-        if (left | right) < super::LOW_IDS as u32 {
-            return self.low_pairs[left as usize * super::LOW_IDS + right as usize];
+        if (left | right) >> self.low_bits == 0 {
+            return self.low_pairs[(left << self.low_bits | right) as usize];
         }
         self.pairs
             .get(&pair_key(left, right))

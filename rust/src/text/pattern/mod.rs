@@ -13,6 +13,7 @@
 //! Text that a user pattern does not match is kept as a piece of its own, so
 //! that encoding never drops text (tiktoken drops it).
 
+mod blocks;
 mod scanner;
 
 use regex_automata::{meta, Anchored, Input};

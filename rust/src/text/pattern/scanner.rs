@@ -284,6 +284,9 @@ fn is_other(class: u8) -> bool {
 
 /// Calls `f` with each piece of `text` under the preset's pattern.
 pub fn for_each_piece<'t>(preset: Preset, text: &'t str, mut f: impl FnMut(&'t str)) {
+    if preset == Preset::Cl100k {
+        return super::blocks::cl100k_pieces(text, f);
+    }
     let cursor = Text {
         text,
         table: table(),
@@ -342,6 +345,15 @@ pub fn cuts(text: &str, every: usize) -> Vec<usize> {
         pos = cut + every.max(1);
     }
     cuts
+}
+
+/// The end of the cl100k piece that starts at byte `pos` of `text`.
+pub(super) fn cl100k_piece_at(text: &str, pos: usize) -> usize {
+    let cursor = Text {
+        text,
+        table: table(),
+    };
+    cl100k_piece(&cursor, pos)
 }
 
 /// A contraction at `pos` (which holds an apostrophe): `'s 't 'm 'd 'll 've

@@ -170,3 +170,40 @@ fn cuts_are_apart_and_on_characters() {
     let user = PreTokenizer::new(Pattern::Regex(r"\w+|\W".into())).unwrap();
     assert!(user.cuts(&text, 7).is_empty());
 }
+
+#[test]
+fn the_cl100k_block_scanner_splits_as_the_scalar_one_and_the_regex_engine() {
+    // Long, mostly ASCII text, so that windows of 64 bytes fill and their
+    // runs cross from one window to the next: every rule of `blocks.rs`
+    // (contractions, prefixes, runs of white space with line breaks, digits
+    // in threes) next to each other and to a little non-ASCII text.
+    const PARTS: &[&str] = &[
+        "a", "b", "Z", "s", "t", "l", "v", "e", "r", "d", "m", "S", "L", "L", "E", "'", "'", "0",
+        "7", "1", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", ".", ",",
+        "!", "-", "(", "\"", "$", "_", "é", "ſ", "中", "\u{a0}", "\u{2028}", "😀", "word", " word",
+        "'s", "'ll", "'Ve", "'re", "'d", "'m", "'T", "12345", "\n\n", " \n ", "...", "\n  ",
+    ];
+    let (fast, reference) = (
+        PreTokenizer::new(Pattern::Cl100k).unwrap(),
+        PreTokenizer::automaton(Pattern::Cl100k).unwrap(),
+    );
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    for round in 0..20_000 {
+        let len = 1 + (rng.next() % 200) as usize;
+        // Some texts ASCII only, so that no window is cut short.
+        let parts = if round % 2 == 0 { 39 } else { PARTS.len() };
+        let text: String = (0..len)
+            .map(|_| PARTS[(rng.next() % parts as u64) as usize])
+            .collect();
+        let mut scalar = Vec::new();
+        let mut pos = 0;
+        while pos < text.len() {
+            let end = super::scanner::cl100k_piece_at(&text, pos);
+            scalar.push(&text[pos..end]);
+            pos = end;
+        }
+        let pieces = fast.split(&text).unwrap();
+        assert_eq!(pieces, scalar, "{text:?}");
+        assert_eq!(pieces, reference.split(&text).unwrap(), "{text:?}");
+    }
+}

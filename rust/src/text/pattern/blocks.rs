@@ -1,0 +1,303 @@
+//! The cl100k scanner's fast path over ASCII: piece starts found 64 bytes at
+//! a time with whole-word bit operations instead of one piece at a time.
+//!
+//! The scalar scanner (`scanner.rs`) decides each piece with a few
+//! branches on its first characters; on English, pieces average five
+//! bytes and those branches go one way or another at random, so the
+//! mispredictions cost more than the work. Here a window of up to 64 bytes
+//! is classified into one bitmap per character class (bit `i`: byte `i`),
+//! and the starts of all its pieces follow from shifts, ands and one
+//! addition per rule of the pattern (below); the pieces are then read off
+//! the bitmap of starts, one `trailing_zeros` each.
+//!
+//! A window starts where a piece starts, so that what came before does not
+//! matter (the pattern looks only forward: no alternative looks behind).
+//! Rules that look past the window (how a run of white space ends, what
+//! follows a run) would need bytes it has not seen, so only the pieces
+//! before the start of its last run of one class are taken: those depend on
+//! nothing past that run's start. The next window starts there. A window
+//! whose ASCII bytes hold no complete piece (a run of 64 letters, a
+//! non-ASCII character at once) leaves its pieces to the scalar scanner,
+//! past that character, and for twice as long after each such window in a
+//! row, so that text with little ASCII (Chinese, Russian) classifies a
+//! window every few kilobytes, not one per piece.
+//!
+//! The rules of `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//! \s*[\r\n]|\s+(?!\S)|\s` on ASCII, the contraction `'(?i:[sdmt]|ll|ve|re)`
+//! aside (checked byte by byte, it is rare), as piece starts:
+//!
+//! - a run of other characters (`O`) starts a piece, unless a space
+//!   precedes it: the space's piece ` ?O+` takes it. Its piece takes the
+//!   line breaks that follow it (`[\r\n]*`).
+//! - a run of letters starts a piece unless the character before it
+//!   starts its piece (a white space that is no line break, or an `O` run
+//!   of one character that no space precedes): `[^\r\n\p{L}\p{N}]?\p{L}+`.
+//! - a run of digits starts a piece, and so does every third digit of it.
+//! - white space (once an `O` run took its leading line breaks): the run
+//!   starts a piece; so does its last character when that is no line
+//!   break (`\s+(?!\S)` gives it back, to prefix what follows or stand
+//!   alone); so does the character after its last line break when only
+//!   spaces (no line break) follow to the end of the run (`\s*[\r\n]` ends
+//!   at the last line break).
+//!
+//! Tested against the scalar scanner and the regex engine in `tests.rs`.
+
+use super::scanner::cl100k_piece_at;
+
+/// Per-class bitmaps of a window: bit `i` is byte `i`, for the `len` bytes
+/// before the window's first non-ASCII byte (at most 64).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Classes {
+    letter: u64,
+    digit: u64,
+    /// `\s`: tab, line feed, vertical tab, form feed, carriage return, space.
+    white: u64,
+    /// `\r`, `\n`.
+    newline: u64,
+    space: u64,
+    apostrophe: u64,
+    /// Bytes `0..len` (the ASCII prefix).
+    valid: u64,
+}
+
+impl Classes {
+    /// Neither letter, digit nor white space.
+    fn other(&self) -> u64 {
+        self.valid & !(self.letter | self.digit | self.white)
+    }
+
+    /// The classes of `bytes[..64]` (or fewer), up to the first non-ASCII
+    /// byte.
+    fn of(bytes: &[u8]) -> Classes {
+        let bytes = &bytes[..bytes.len().min(64)];
+        #[cfg(target_arch = "x86_64")]
+        if bytes.len() == 64 {
+            // SAFETY: SSE2 is part of x86-64; the slice holds 64 bytes.
+            return unsafe { classify_sse2(bytes) };
+        }
+        classify_bytes(bytes)
+    }
+}
+
+/// The classes byte by byte (short windows, and other architectures).
+fn classify_bytes(bytes: &[u8]) -> Classes {
+    let mut c = Classes::default();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b >= 0x80 {
+            break;
+        }
+        let bit = 1u64 << i;
+        c.valid |= bit;
+        if b.is_ascii_alphabetic() {
+            c.letter |= bit;
+        } else if b.is_ascii_digit() {
+            c.digit |= bit;
+        } else if matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
+            c.white |= bit;
+            if b == b'\n' || b == b'\r' {
+                c.newline |= bit;
+            }
+            if b == b' ' {
+                c.space |= bit;
+            }
+        } else if b == b'\'' {
+            c.apostrophe |= bit;
+        }
+    }
+    c
+}
+
+/// `classify_bytes` on 64 bytes, 16 at a time with SSE2 compares.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+unsafe fn classify_sse2(bytes: &[u8]) -> Classes {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(bytes.len(), 64);
+    let splat = |b: u8| _mm_set1_epi8(b as i8);
+    // Signed compares: a non-ASCII byte is negative and falls in no range.
+    let within = |v: __m128i, low: u8, high: u8| {
+        _mm_and_si128(
+            _mm_cmpgt_epi8(v, splat(low - 1)),
+            _mm_cmplt_epi8(v, splat(high + 1)),
+        )
+    };
+    let mask = |v: __m128i| _mm_movemask_epi8(v) as u16 as u64;
+    let mut c = Classes::default();
+    let mut high = 0u64;
+    for k in 0..4 {
+        // SAFETY: 16 bytes at 16 * k < 64, an unaligned load.
+        let v = unsafe { _mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i) };
+        let at = 16 * k;
+        high |= mask(v) << at;
+        c.letter |= mask(within(_mm_or_si128(v, splat(0x20)), b'a', b'z')) << at;
+        c.digit |= mask(within(v, b'0', b'9')) << at;
+        let space = _mm_cmpeq_epi8(v, splat(b' '));
+        c.space |= mask(space) << at;
+        c.white |= mask(_mm_or_si128(space, within(v, b'\t', b'\r'))) << at;
+        c.newline |= mask(_mm_or_si128(
+            _mm_cmpeq_epi8(v, splat(b'\n')),
+            _mm_cmpeq_epi8(v, splat(b'\r')),
+        )) << at;
+        c.apostrophe |= mask(_mm_cmpeq_epi8(v, splat(b'\''))) << at;
+    }
+    // Keep the bytes before the first non-ASCII one.
+    c.valid = if high == 0 {
+        u64::MAX
+    } else {
+        (1u64 << high.trailing_zeros()) - 1
+    };
+    c.letter &= c.valid;
+    c.digit &= c.valid;
+    c.white &= c.valid;
+    c.newline &= c.valid;
+    c.space &= c.valid;
+    c.apostrophe &= c.valid;
+    c
+}
+
+/// Bit `i` set where bit `i - 1` of `x` is: "the byte before is in `x`"
+/// (nothing before the window).
+#[inline(always)]
+fn before(x: u64) -> u64 {
+    x << 1
+}
+
+/// Bit `i` set where bit `i + 1` of `x` is: "the byte after is in `x`"
+/// (unknown past the window: taken as in no class).
+#[inline(always)]
+fn after(x: u64) -> u64 {
+    x >> 1
+}
+
+/// The piece starts of a window that starts a piece (bit 0 is set), all
+/// of them correct before the start of the window's last run of one class.
+fn cl100k_starts(c: &Classes, bytes: &[u8]) -> u64 {
+    let other = c.other();
+    let blank = c.white & !c.newline;
+    // Runs of other characters, and the line breaks each one's piece takes.
+    let other_runs = other & !before(other);
+    let other_starts = other_runs & !before(c.space);
+    let other_ends = other & !after(other);
+    let taken = c.newline & !c.newline.wrapping_add(before(other_ends) & c.newline);
+    // White space left to its own pieces.
+    let white = c.white & !taken;
+    let white_starts = white & !before(white);
+    let last_white = c.white & !after(c.white) & blank;
+    let mut starts = other_starts | white_starts | last_white;
+    // After the last line break of a run, if blanks alone follow to a
+    // character that is not white space.
+    let mut after_breaks = blank & before(c.newline & white);
+    while after_breaks != 0 {
+        let at = after_breaks.trailing_zeros();
+        let end = at + (!(blank >> at)).trailing_zeros();
+        if end < 64 && c.valid >> end & 1 == 1 && c.white >> end & 1 == 0 {
+            starts |= 1 << at;
+        }
+        after_breaks &= after_breaks - 1;
+    }
+    // Letters, unless the character before starts their piece.
+    let letter_runs = c.letter & !before(c.letter);
+    let prefixes = blank | (other_starts & other_ends);
+    starts |= letter_runs & !before(prefixes);
+    // Digits, in threes.
+    let digit_runs = c.digit & !before(c.digit);
+    starts |= digit_runs;
+    let threes = c.digit & before(c.digit) & before(before(c.digit));
+    let mut group = digit_runs;
+    loop {
+        group = (group << 3) & threes;
+        if group == 0 {
+            break;
+        }
+        starts |= group;
+    }
+    // Contractions: an apostrophe that starts a piece, before a letter.
+    let mut apostrophes = c.apostrophe & other_starts & after(c.letter);
+    while apostrophes != 0 {
+        let at = apostrophes.trailing_zeros() as usize;
+        if let Some(len) = contraction_len(&bytes[at + 1..]) {
+            if at + len < 64 {
+                starts |= 1 << (at + len);
+            }
+        }
+        apostrophes &= apostrophes - 1;
+    }
+    starts
+}
+
+/// The length of `'s 'd 'm 't 'll 've 're` (any case) whose letters begin
+/// `rest`, apostrophe included.
+fn contraction_len(rest: &[u8]) -> Option<usize> {
+    let lower = |i: usize| rest.get(i).map(u8::to_ascii_lowercase);
+    match lower(0)? {
+        b's' | b'd' | b'm' | b't' => Some(2),
+        first @ (b'l' | b'v' | b'r') => {
+            let second = lower(1)?;
+            matches!((first, second), (b'l', b'l') | (b'v', b'e') | (b'r', b'e')).then_some(3)
+        }
+        _ => None,
+    }
+}
+
+/// The end of the pieces of a window that are sure: the last start at or
+/// before the start of the window's last run of one class (letters,
+/// digits, white space, other). 0 when there is none past the first.
+fn sure_end(c: &Classes, starts: u64) -> usize {
+    let len = c.valid.count_ones();
+    if len < 2 {
+        return 0;
+    }
+    let last = len - 1;
+    let class = [c.letter, c.digit, c.white, c.other()]
+        .into_iter()
+        .find(|class| class >> last & 1 == 1)
+        .expect("an ASCII byte has a class");
+    // The run of `class` that ends the window, from its start.
+    let run_len = (!(class << (63 - last))).leading_zeros();
+    let run_start = len - run_len;
+    let sure = starts & (u64::MAX >> (63 - run_start));
+    (63 - sure.leading_zeros()) as usize
+}
+
+/// Calls `f` with each piece of `text` under cl100k's pattern.
+pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let mut pos = 0;
+    // The scalar scanner's turn runs to here: past the non-ASCII character
+    // that stopped the last window, and further after each window in a row
+    // that took nothing (text with little ASCII), fewer after one that did.
+    let mut scalar_until = 0;
+    let mut misses = 0u32;
+    while pos < bytes.len() {
+        if pos >= scalar_until {
+            let window = &bytes[pos..];
+            let classes = Classes::of(window);
+            let starts = cl100k_starts(&classes, window);
+            let end = sure_end(&classes, starts);
+            if end > 0 {
+                let mut rest = starts & ((1u64 << end) - 1) & !1;
+                let mut from = 0;
+                while rest != 0 {
+                    let to = rest.trailing_zeros() as usize;
+                    f(&text[pos + from..pos + to]);
+                    from = to;
+                    rest &= rest - 1;
+                }
+                f(&text[pos + from..pos + end]);
+                pos += end;
+                misses = misses.saturating_sub(1);
+                continue;
+            }
+            let ascii = classes.valid.count_ones() as usize;
+            scalar_until = pos + (ascii + 1).max(8 << misses);
+            misses = (misses + 1).min(MAX_MISSES);
+        }
+        let end = cl100k_piece_at(text, pos);
+        f(&text[pos..end]);
+        pos = end;
+    }
+}
+
+/// After this many windows in a row that took nothing, the scalar scanner
+/// runs 8 << `MAX_MISSES` bytes (4 kB) before the next window.
+const MAX_MISSES: u32 = 9;
