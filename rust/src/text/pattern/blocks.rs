@@ -1,29 +1,35 @@
-//! The cl100k scanner's fast path over ASCII: piece starts found 64 bytes at
-//! a time with whole-word bit operations instead of one piece at a time.
+//! The cl100k scanner's fast path: piece starts found 64 bytes at a time
+//! with whole-word bit operations instead of one piece at a time.
 //!
 //! The scalar scanner (`scanner.rs`) decides each piece with a few
 //! branches on its first characters; on English, pieces average five
 //! bytes and those branches go one way or another at random, so the
 //! mispredictions cost more than the work. Here a window of up to 64 bytes
-//! is classified into one bitmap per character class (bit `i`: byte `i`),
-//! and the starts of all its pieces follow from shifts, ands and one
-//! addition per rule of the pattern (below); the pieces are then read off
-//! the bitmap of starts, one `trailing_zeros` each.
+//! is classified into one bitmap per character class (bit `i`: byte `i`;
+//! ASCII by SSE2 compares, 16 bytes at once), and the starts of all its
+//! pieces follow from shifts, ands and one addition per rule of the
+//! pattern (below); the pieces are then read off the bitmap of starts, one
+//! `trailing_zeros` each.
+//!
+//! Non-ASCII characters are classified one by one (the Unicode tables of
+//! the scalar scanner) on their first byte; then PEXT packs every bitmap
+//! to one bit per character, the rules (which count characters: three
+//! digits, one prefix character) run unchanged, and PDEP maps the starts
+//! back to bytes. Without BMI2 a window stops at its first non-ASCII byte.
 //!
 //! A window starts where a piece starts, so that what came before does not
 //! matter (the pattern looks only forward: no alternative looks behind).
 //! Rules that look past the window (how a run of white space ends, what
-//! follows a run) would need bytes it has not seen, so only the pieces
+//! follows a run) would need text it has not seen, so only the pieces
 //! before the start of its last run of one class are taken: those depend on
 //! nothing past that run's start. The next window starts there. A window
-//! whose ASCII bytes hold no complete piece (a run of 64 letters, a
-//! non-ASCII character at once) leaves its pieces to the scalar scanner,
-//! past that character, and for twice as long after each such window in a
-//! row, so that text with little ASCII (Chinese, Russian) classifies a
-//! window every few kilobytes, not one per piece.
+//! that holds no complete piece (a run of 64 bytes of letters) leaves its
+//! pieces to the scalar scanner for 8 bytes, and for twice as long after
+//! each such window in a row (up to 4 kB), fewer after one that took
+//! pieces.
 //!
 //! The rules of `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-//! \s*[\r\n]|\s+(?!\S)|\s` on ASCII, the contraction `'(?i:[sdmt]|ll|ve|re)`
+//! \s*[\r\n]|\s+(?!\S)|\s`, the contraction `'(?i:[sdmt]|ll|ve|re)`
 //! aside (checked byte by byte, it is rare), as piece starts:
 //!
 //! - a run of other characters (`O`) starts a piece, unless a space
@@ -42,22 +48,27 @@
 //!
 //! Tested against the scalar scanner and the regex engine in `tests.rs`.
 
-use super::scanner::cl100k_piece_at;
+use super::scanner::{char_class_at, cl100k_piece_at};
 
-/// Per-class bitmaps of a window: bit `i` is byte `i`, for the `len` bytes
-/// before the window's first non-ASCII byte (at most 64).
+/// Per-class bitmaps of a window: bit `i` is byte `i` (or, once
+/// `in_chars`, character `i`) of the window's first `valid.count_ones()`.
+/// A non-ASCII character's class is on its first byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Classes {
     letter: u64,
     digit: u64,
-    /// `\s`: tab, line feed, vertical tab, form feed, carriage return, space.
+    /// `\s`: tab, line feed, vertical tab, form feed, carriage return,
+    /// space, and non-ASCII white space.
     white: u64,
     /// `\r`, `\n`.
     newline: u64,
     space: u64,
     apostrophe: u64,
-    /// Bytes `0..len` (the ASCII prefix).
+    /// The bytes (characters) of the window.
     valid: u64,
+    /// Bytes of non-ASCII characters, and those of them that continue one.
+    high: u64,
+    continuing: u64,
 }
 
 impl Classes {
@@ -66,8 +77,8 @@ impl Classes {
         self.valid & !(self.letter | self.digit | self.white)
     }
 
-    /// The classes of `bytes[..64]` (or fewer), up to the first non-ASCII
-    /// byte.
+    /// The classes of `bytes[..64]` (or fewer), non-ASCII characters
+    /// unclassified.
     fn of(bytes: &[u8]) -> Classes {
         let bytes = &bytes[..bytes.len().min(64)];
         #[cfg(target_arch = "x86_64")]
@@ -77,18 +88,134 @@ impl Classes {
         }
         classify_bytes(bytes)
     }
+
+    /// Keeps only the window's bytes before its first non-ASCII one.
+    fn ascii_prefix(&mut self) {
+        if self.high != 0 {
+            self.valid &= (1u64 << self.high.trailing_zeros()) - 1;
+            self.keep_valid();
+        }
+    }
+
+    fn keep_valid(&mut self) {
+        for class in [
+            &mut self.letter,
+            &mut self.digit,
+            &mut self.white,
+            &mut self.newline,
+            &mut self.space,
+            &mut self.apostrophe,
+        ] {
+            *class &= self.valid;
+        }
+    }
+
+    /// Classifies the window's non-ASCII characters (at byte `pos` of
+    /// `text`) and moves every bitmap from bytes to characters (bit `i`:
+    /// character `i`), so that the rules, which count characters, apply
+    /// unchanged. Returns the first byte of each character, the map back;
+    /// `None` (and the window cut before its first non-ASCII byte) where
+    /// the CPU has no PEXT/PDEP.
+    fn in_chars(&mut self, text: &str, pos: usize) -> Option<u64> {
+        if !bmi2() {
+            self.ascii_prefix();
+            return None;
+        }
+        let bytes = &text.as_bytes()[pos..];
+        // (The window starts a character: its first non-ASCII byte leads.)
+        let mut leads = self.high & !self.continuing & self.valid;
+        // A character cut by the window's end is left to the next window.
+        let last = 63 - leads.leading_zeros() as usize;
+        if last + bytes[last].leading_ones() as usize > self.valid.count_ones() as usize {
+            self.valid &= (1u64 << last) - 1;
+            self.keep_valid();
+            leads &= self.valid;
+        }
+        while leads != 0 {
+            let at = leads.trailing_zeros() as usize;
+            let (letter, number, white) = char_class_at(text, pos + at);
+            self.letter |= (letter as u64) << at;
+            self.digit |= (number as u64) << at;
+            self.white |= (white as u64) << at;
+            leads &= leads - 1;
+        }
+        let starts = self.valid & !self.continuing;
+        for class in [
+            &mut self.letter,
+            &mut self.digit,
+            &mut self.white,
+            &mut self.newline,
+            &mut self.space,
+            &mut self.apostrophe,
+            &mut self.valid,
+        ] {
+            *class = gather(*class, starts);
+        }
+        Some(starts)
+    }
+}
+
+/// Whether this CPU has BMI2 (PEXT, PDEP); checked once.
+fn bmi2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The bits of `x` at the set bits of `mask`, packed low (PEXT). Only
+/// called where `bmi2()`.
+#[inline(always)]
+fn gather(x: u64, mask: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: callers have checked `bmi2()`.
+    unsafe {
+        pext(x, mask)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("no PEXT off x86-64 ({x}, {mask})")
+}
+
+/// The low bits of `x` put at the set bits of `mask` (PDEP), as `gather`.
+#[inline(always)]
+fn scatter(x: u64, mask: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: callers have checked `bmi2()`.
+    unsafe {
+        pdep(x, mask)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("no PDEP off x86-64 ({x}, {mask})")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn pext(x: u64, mask: u64) -> u64 {
+    std::arch::x86_64::_pext_u64(x, mask)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn pdep(x: u64, mask: u64) -> u64 {
+    std::arch::x86_64::_pdep_u64(x, mask)
 }
 
 /// The classes byte by byte (short windows, and other architectures).
 fn classify_bytes(bytes: &[u8]) -> Classes {
     let mut c = Classes::default();
     for (i, &b) in bytes.iter().enumerate() {
-        if b >= 0x80 {
-            break;
-        }
         let bit = 1u64 << i;
         c.valid |= bit;
-        if b.is_ascii_alphabetic() {
+        if b >= 0x80 {
+            c.high |= bit;
+            if b < 0xC0 {
+                c.continuing |= bit;
+            }
+        } else if b.is_ascii_alphabetic() {
             c.letter |= bit;
         } else if b.is_ascii_digit() {
             c.digit |= bit;
@@ -122,13 +249,17 @@ unsafe fn classify_sse2(bytes: &[u8]) -> Classes {
         )
     };
     let mask = |v: __m128i| _mm_movemask_epi8(v) as u16 as u64;
-    let mut c = Classes::default();
-    let mut high = 0u64;
+    let mut c = Classes {
+        valid: u64::MAX,
+        ..Classes::default()
+    };
     for k in 0..4 {
         // SAFETY: 16 bytes at 16 * k < 64, an unaligned load.
         let v = unsafe { _mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i) };
         let at = 16 * k;
-        high |= mask(v) << at;
+        c.high |= mask(v) << at;
+        // 0x80..=0xBF: below -64 as signed bytes.
+        c.continuing |= mask(_mm_cmplt_epi8(v, splat(0xC0))) << at;
         c.letter |= mask(within(_mm_or_si128(v, splat(0x20)), b'a', b'z')) << at;
         c.digit |= mask(within(v, b'0', b'9')) << at;
         let space = _mm_cmpeq_epi8(v, splat(b' '));
@@ -140,18 +271,6 @@ unsafe fn classify_sse2(bytes: &[u8]) -> Classes {
         )) << at;
         c.apostrophe |= mask(_mm_cmpeq_epi8(v, splat(b'\''))) << at;
     }
-    // Keep the bytes before the first non-ASCII one.
-    c.valid = if high == 0 {
-        u64::MAX
-    } else {
-        (1u64 << high.trailing_zeros()) - 1
-    };
-    c.letter &= c.valid;
-    c.digit &= c.valid;
-    c.white &= c.valid;
-    c.newline &= c.valid;
-    c.space &= c.valid;
-    c.apostrophe &= c.valid;
     c
 }
 
@@ -171,7 +290,9 @@ fn after(x: u64) -> u64 {
 
 /// The piece starts of a window that starts a piece (bit 0 is set), all
 /// of them correct before the start of the window's last run of one class.
-fn cl100k_starts(c: &Classes, bytes: &[u8]) -> u64 {
+/// `contraction`: the characters of the contraction at an apostrophe (by
+/// its index), if one is there.
+fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
     let other = c.other();
     let blank = c.white & !c.newline;
     // Runs of other characters, and the line breaks each one's piece takes.
@@ -215,7 +336,7 @@ fn cl100k_starts(c: &Classes, bytes: &[u8]) -> u64 {
     let mut apostrophes = c.apostrophe & other_starts & after(c.letter);
     while apostrophes != 0 {
         let at = apostrophes.trailing_zeros() as usize;
-        if let Some(len) = contraction_len(&bytes[at + 1..]) {
+        if let Some(len) = contraction(at) {
             if at + len < 64 {
                 starts |= 1 << (at + len);
             }
@@ -225,12 +346,13 @@ fn cl100k_starts(c: &Classes, bytes: &[u8]) -> u64 {
     starts
 }
 
-/// The length of `'s 'd 'm 't 'll 've 're` (any case) whose letters begin
-/// `rest`, apostrophe included.
+/// The characters of `'s 'd 'm 't 'll 've 're` (any case, and `'ſ`, whose
+/// `ſ` folds to `s`) whose letters begin `rest`, apostrophe included.
 fn contraction_len(rest: &[u8]) -> Option<usize> {
     let lower = |i: usize| rest.get(i).map(u8::to_ascii_lowercase);
     match lower(0)? {
         b's' | b'd' | b'm' | b't' => Some(2),
+        0xC5 if rest.get(1) == Some(&0xBF) => Some(2),
         first @ (b'l' | b'v' | b'r') => {
             let second = lower(1)?;
             matches!((first, second), (b'l', b'l') | (b'v', b'e') | (b'r', b'e')).then_some(3)
@@ -263,19 +385,31 @@ fn sure_end(c: &Classes, starts: u64) -> usize {
 pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
     let mut pos = 0;
-    // The scalar scanner's turn runs to here: past the non-ASCII character
-    // that stopped the last window, and further after each window in a row
-    // that took nothing (text with little ASCII), fewer after one that did.
+    // The scalar scanner's turn runs to here: past the character that
+    // stopped the last window, and further after each window in a row that
+    // took nothing, fewer after one that did.
     let mut scalar_until = 0;
     let mut misses = 0u32;
     while pos < bytes.len() {
         if pos >= scalar_until {
             let window = &bytes[pos..];
-            let classes = Classes::of(window);
-            let starts = cl100k_starts(&classes, window);
+            let mut classes = Classes::of(window);
+            let chars = match classes.high {
+                0 => None,
+                _ => classes.in_chars(text, pos),
+            };
+            let byte_of = |at: usize| match chars {
+                Some(starts) => scatter(1 << at, starts).trailing_zeros() as usize,
+                None => at,
+            };
+            let starts = cl100k_starts(&classes, |at| contraction_len(&window[byte_of(at) + 1..]));
             let end = sure_end(&classes, starts);
             if end > 0 {
                 let mut rest = starts & ((1u64 << end) - 1) & !1;
+                if let Some(char_starts) = chars {
+                    rest = scatter(rest, char_starts);
+                }
+                let end = byte_of(end);
                 let mut from = 0;
                 while rest != 0 {
                     let to = rest.trailing_zeros() as usize;
@@ -288,8 +422,7 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
                 misses = misses.saturating_sub(1);
                 continue;
             }
-            let ascii = classes.valid.count_ones() as usize;
-            scalar_until = pos + (ascii + 1).max(8 << misses);
+            scalar_until = pos + (8 << misses);
             misses = (misses + 1).min(MAX_MISSES);
         }
         let end = cl100k_piece_at(text, pos);

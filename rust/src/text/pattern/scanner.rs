@@ -347,6 +347,17 @@ pub fn cuts(text: &str, every: usize) -> Vec<usize> {
     cuts
 }
 
+/// Whether the character at byte `pos` of `text` is a letter (`\p{L}`), a
+/// number (`\p{N}`) or white space (`\s`), as `(letter, number, white)`.
+pub(super) fn char_class_at(text: &str, pos: usize) -> (bool, bool, bool) {
+    let cursor = Text {
+        text,
+        table: table(),
+    };
+    let class = cursor.class(pos);
+    (class & LETTER != 0, class & NUMBER != 0, class & SPACE != 0)
+}
+
 /// The end of the cl100k piece that starts at byte `pos` of `text`.
 pub(super) fn cl100k_piece_at(text: &str, pos: usize) -> usize {
     let cursor = Text {

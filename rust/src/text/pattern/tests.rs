@@ -173,15 +173,17 @@ fn cuts_are_apart_and_on_characters() {
 
 #[test]
 fn the_cl100k_block_scanner_splits_as_the_scalar_one_and_the_regex_engine() {
-    // Long, mostly ASCII text, so that windows of 64 bytes fill and their
-    // runs cross from one window to the next: every rule of `blocks.rs`
-    // (contractions, prefixes, runs of white space with line breaks, digits
-    // in threes) next to each other and to a little non-ASCII text.
+    // Long text, so that windows of 64 bytes fill and their runs cross
+    // from one window to the next: every rule of `blocks.rs` (contractions,
+    // prefixes, runs of white space with line breaks, digits in threes)
+    // next to each other, in ASCII text and with non-ASCII characters of
+    // every class (the rules then count characters, not bytes).
     const PARTS: &[&str] = &[
         "a", "b", "Z", "s", "t", "l", "v", "e", "r", "d", "m", "S", "L", "L", "E", "'", "'", "0",
         "7", "1", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", ".", ",",
         "!", "-", "(", "\"", "$", "_", "é", "ſ", "中", "\u{a0}", "\u{2028}", "😀", "word", " word",
-        "'s", "'ll", "'Ve", "'re", "'d", "'m", "'T", "12345", "\n\n", " \n ", "...", "\n  ",
+        "٣", "½", "\u{301}", "’", "\u{85}", "Я", "\u{3000}", "'ſ", " été", "٣٣٣٣", "'s", "'ll",
+        "'Ve", "'re", "'d", "'m", "'T", "12345", "\n\n", " \n ", "...", "\n  ",
     ];
     let (fast, reference) = (
         PreTokenizer::new(Pattern::Cl100k).unwrap(),
