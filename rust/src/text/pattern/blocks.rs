@@ -97,16 +97,22 @@ impl Classes {
         }
     }
 
-    fn keep_valid(&mut self) {
-        for class in [
+    /// The class bitmaps, `valid` aside.
+    fn classes_mut(&mut self) -> [&mut u64; 6] {
+        [
             &mut self.letter,
             &mut self.digit,
             &mut self.white,
             &mut self.newline,
             &mut self.space,
             &mut self.apostrophe,
-        ] {
-            *class &= self.valid;
+        ]
+    }
+
+    fn keep_valid(&mut self) {
+        let valid = self.valid;
+        for class in self.classes_mut() {
+            *class &= valid;
         }
     }
 
@@ -140,17 +146,11 @@ impl Classes {
             leads &= leads - 1;
         }
         let starts = self.valid & !self.continuing;
-        for class in [
-            &mut self.letter,
-            &mut self.digit,
-            &mut self.white,
-            &mut self.newline,
-            &mut self.space,
-            &mut self.apostrophe,
-            &mut self.valid,
-        ] {
-            *class = gather(*class, starts);
+        // SAFETY (every `gather`): `bmi2()` holds.
+        for class in self.classes_mut() {
+            *class = unsafe { bits::gather(*class, starts) };
         }
+        self.valid = unsafe { bits::gather(self.valid, starts) };
         Some(starts)
     }
 }
@@ -167,41 +167,31 @@ fn bmi2() -> bool {
     }
 }
 
-/// The bits of `x` at the set bits of `mask`, packed low (PEXT). Only
-/// called where `bmi2()`.
-#[inline(always)]
-fn gather(x: u64, mask: u64) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: callers have checked `bmi2()`.
-    unsafe {
-        pext(x, mask)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("no PEXT off x86-64 ({x}, {mask})")
-}
-
-/// The low bits of `x` put at the set bits of `mask` (PDEP), as `gather`.
-#[inline(always)]
-fn scatter(x: u64, mask: u64) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: callers have checked `bmi2()`.
-    unsafe {
-        pdep(x, mask)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("no PDEP off x86-64 ({x}, {mask})")
-}
-
+/// PEXT and PDEP, to be called only where `bmi2()`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
-unsafe fn pext(x: u64, mask: u64) -> u64 {
-    std::arch::x86_64::_pext_u64(x, mask)
+mod bits {
+    /// The bits of `x` at the set bits of `mask`, packed low (PEXT).
+    #[target_feature(enable = "bmi2")]
+    pub(super) fn gather(x: u64, mask: u64) -> u64 {
+        std::arch::x86_64::_pext_u64(x, mask)
+    }
+
+    /// The low bits of `x` put at the set bits of `mask` (PDEP).
+    #[target_feature(enable = "bmi2")]
+    pub(super) fn scatter(x: u64, mask: u64) -> u64 {
+        std::arch::x86_64::_pdep_u64(x, mask)
+    }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
-unsafe fn pdep(x: u64, mask: u64) -> u64 {
-    std::arch::x86_64::_pdep_u64(x, mask)
+#[cfg(not(target_arch = "x86_64"))]
+mod bits {
+    pub(super) unsafe fn gather(_: u64, _: u64) -> u64 {
+        unreachable!("bmi2() is false off x86-64")
+    }
+
+    pub(super) unsafe fn scatter(_: u64, _: u64) -> u64 {
+        unreachable!("bmi2() is false off x86-64")
+    }
 }
 
 /// The classes byte by byte (short windows, and other architectures).
@@ -398,8 +388,9 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
                 0 => None,
                 _ => classes.in_chars(text, pos),
             };
+            // SAFETY (both `scatter`s): `chars` is only `Some` where `bmi2()`.
             let byte_of = |at: usize| match chars {
-                Some(starts) => scatter(1 << at, starts).trailing_zeros() as usize,
+                Some(starts) => unsafe { bits::scatter(1 << at, starts) }.trailing_zeros() as usize,
                 None => at,
             };
             let starts = cl100k_starts(&classes, |at| contraction_len(&window[byte_of(at) + 1..]));
@@ -407,7 +398,7 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             if end > 0 {
                 let mut rest = starts & ((1u64 << end) - 1) & !1;
                 if let Some(char_starts) = chars {
-                    rest = scatter(rest, char_starts);
+                    rest = unsafe { bits::scatter(rest, char_starts) };
                 }
                 let end = byte_of(end);
                 let mut from = 0;
