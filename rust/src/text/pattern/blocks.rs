@@ -48,7 +48,7 @@
 //!
 //! Tested against the scalar scanner and the regex engine in `tests.rs`.
 
-use super::scanner::{char_class_at, cl100k_piece_at};
+use super::scanner::{cl100k_piece_at, class_at, two_byte_classes, LETTER, NUMBER, SPACE};
 
 /// Per-class bitmaps of a window: bit `i` is byte `i` (or, once
 /// `in_chars`, character `i`) of the window's first `valid.count_ones()`.
@@ -137,12 +137,18 @@ impl Classes {
             self.keep_valid();
             leads &= self.valid;
         }
+        let two_byte = two_byte_classes();
         while leads != 0 {
             let at = leads.trailing_zeros() as usize;
-            let (letter, number, white) = char_class_at(text, pos + at);
-            self.letter |= (letter as u64) << at;
-            self.digit |= (number as u64) << at;
-            self.white |= (white as u64) << at;
+            let class = match bytes[at] {
+                lead @ ..0xE0 => {
+                    two_byte[((lead & 0x1F) as usize) << 6 | (bytes[at + 1] & 0x3F) as usize]
+                }
+                _ => class_at(text, pos + at),
+            };
+            self.letter |= ((class & LETTER != 0) as u64) << at;
+            self.digit |= ((class & NUMBER != 0) as u64) << at;
+            self.white |= ((class & SPACE != 0) as u64) << at;
             leads &= leads - 1;
         }
         let starts = self.valid & !self.continuing;

@@ -24,9 +24,9 @@ pub enum Preset {
 }
 
 // Character class bits.
-const LETTER: u8 = 1; // \p{L}
-const NUMBER: u8 = 2; // \p{N}
-const SPACE: u8 = 4; // \s (Unicode White_Space)
+pub(super) const LETTER: u8 = 1; // \p{L}
+pub(super) const NUMBER: u8 = 2; // \p{N}
+pub(super) const SPACE: u8 = 4; // \s (Unicode White_Space)
 const UPPERISH: u8 = 8; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
 const LOWERISH: u8 = 16; // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
 const NEWLINE: u8 = 32; // \r or \n
@@ -347,15 +347,25 @@ pub fn cuts(text: &str, every: usize) -> Vec<usize> {
     cuts
 }
 
-/// Whether the character at byte `pos` of `text` is a letter (`\p{L}`), a
-/// number (`\p{N}`) or white space (`\s`), as `(letter, number, white)`.
-pub(super) fn char_class_at(text: &str, pos: usize) -> (bool, bool, bool) {
+/// The class bits (`LETTER`, `NUMBER`, `SPACE`, ...) of the character at
+/// byte `pos` of `text`.
+pub(super) fn class_at(text: &str, pos: usize) -> u8 {
     let cursor = Text {
         text,
         table: table(),
     };
-    let class = cursor.class(pos);
-    (class & LETTER != 0, class & NUMBER != 0, class & SPACE != 0)
+    cursor.class(pos)
+}
+
+/// The class bits of the code points below U+0800 (the characters of two
+/// UTF-8 bytes: Latin, Greek, Cyrillic, Hebrew, Arabic), flat: one load
+/// where `ClassTable::get` takes two.
+pub(super) fn two_byte_classes() -> &'static [u8; 0x800] {
+    static TWO_BYTE: OnceLock<[u8; 0x800]> = OnceLock::new();
+    TWO_BYTE.get_or_init(|| {
+        let table = table();
+        std::array::from_fn(|cp| char::from_u32(cp as u32).map_or(0, |c| table.get(c)))
+    })
 }
 
 /// The end of the cl100k piece that starts at byte `pos` of `text`.
