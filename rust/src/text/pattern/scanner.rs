@@ -282,22 +282,31 @@ fn is_other(class: u8) -> bool {
     class & (SPACE | LETTER | NUMBER) == 0
 }
 
-/// Calls `f` with each piece of `text` under the preset's pattern.
-pub fn for_each_piece<'t>(preset: Preset, text: &'t str, mut f: impl FnMut(&'t str)) {
-    if preset == Preset::Cl100k {
-        return super::blocks::cl100k_pieces(text, f);
+/// Calls `f` with each piece of `text` under the preset's pattern
+/// (cl100k's through the block scanner of `blocks.rs`).
+pub fn for_each_piece<'t>(preset: Preset, text: &'t str, f: impl FnMut(&'t str)) {
+    match preset {
+        Preset::Gpt2 => each_piece(text, f, gpt2_piece),
+        Preset::Cl100k => super::blocks::cl100k_pieces(text, f),
+        Preset::O200k => each_piece(text, f, o200k_piece),
     }
+}
+
+/// Calls `f` with each piece of `text`, `piece` giving the end of the
+/// piece that starts at a position.
+#[inline(always)]
+fn each_piece<'t>(
+    text: &'t str,
+    mut f: impl FnMut(&'t str),
+    piece: impl Fn(&Text, usize) -> usize,
+) {
     let cursor = Text {
         text,
         table: table(),
     };
     let mut pos = 0;
     while pos < text.len() {
-        let end = match preset {
-            Preset::Gpt2 => gpt2_piece(&cursor, pos),
-            Preset::Cl100k => cl100k_piece(&cursor, pos),
-            Preset::O200k => o200k_piece(&cursor, pos),
-        };
+        let end = piece(&cursor, pos);
         debug_assert!(end > pos);
         f(&text[pos..end]);
         pos = end;
