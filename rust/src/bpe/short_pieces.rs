@@ -205,7 +205,12 @@ fn random_seed() -> [u64; 2] {
 
 /// The short pieces a thread has merged, with their ids (up to `MEMO_IDS`):
 /// a two-way set-associative cache, lossy, that grows with use from 64 KB to
-/// `MEMO_MAX_LINES` lines (4 MB).
+/// `MEMO_MAX_LINES` lines (16 MB). That holds the distinct merged pieces of
+/// about 10 MB of text with few losses (84,000 of English, 110,000 of the
+/// multilingual mix, against 524,288 slots): at 4 MB, a line of two often
+/// had three pieces to keep, and a second pass over the same text spent a
+/// fifth of its time merging again (1.18x English and 1.26x the mix on that
+/// second pass at 16 MB; the first pass is 2-4% slower).
 #[derive(Default)]
 pub(crate) struct PieceMemo {
     lines: Vec<MemoLine>,
@@ -215,7 +220,7 @@ pub(crate) struct PieceMemo {
 
 const MEMO_IDS: usize = 3;
 const MEMO_MIN_LINES: usize = 1 << 10;
-const MEMO_MAX_LINES: usize = 1 << 16;
+const MEMO_MAX_LINES: usize = 1 << 18;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
@@ -460,7 +465,7 @@ mod tests {
         let mut memo = PieceMemo::default();
         // A fixed seed: how many pieces stay depends on where they fall.
         let seed = [0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344];
-        let keys: Vec<Key> = (0..30_000u32)
+        let keys: Vec<Key> = (0..60_000u32)
             .map(|i| Key::of(format!("p{i}").as_bytes(), 0, format!("p{i}").len()))
             .collect();
         for (i, &key) in keys.iter().enumerate() {
@@ -468,7 +473,7 @@ mod tests {
         }
         assert_eq!(memo.lines.len(), MEMO_MAX_LINES);
         // The first pieces were stored in a table of 1,024 lines and moved
-        // three times; some lost their line to newer pieces, most did not
+        // four times; some lost their line to newer pieces, most did not
         // (none would if growing dropped the table).
         let kept = keys[..1000]
             .iter()
