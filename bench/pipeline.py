@@ -13,8 +13,8 @@ cost of one call from Python against tiktoken.
    ``encode_batch_numpy`` (ids, masks and type ids as padded arrays, the
    input of a model). Offsets and ids are checked equal on a sample.
 2. One call per line, cl100k, the lines of the same text: tiktoken
-   ``encode_ordinary(line)``; polytok ``encode_ids(line)`` (a list) and
-   ``encode(line)`` (an Encoding); fastokens (its cl100k preset, when
+   ``encode_ordinary(line)``; polytok ``encode_ids(line)`` (a list),
+   ``encode(line)`` (an Encoding) and ``encode(line).ids``; fastokens (its cl100k preset, when
    installed) ``encode(line)`` (an Encoding, its only call on one text) and
    ``encode(line).ids`` (the Encoding and its list of ids); the ids
    checked equal. Ratios against tiktoken and against fastokens's
@@ -87,6 +87,7 @@ def main() -> None:
         "tiktoken encode_ordinary": lambda: [enc.encode_ordinary(line) for line in lines],
         "polytok encode_ids": lambda: [cl100k.encode_ids(line) for line in lines],
         "polytok encode": lambda: [cl100k.encode(line) for line in lines],
+        "polytok encode(line).ids": lambda: [cl100k.encode(line).ids for line in lines],
     }
     try:
         import fastokens

@@ -239,7 +239,9 @@ impl Tokenizer {
 
     /// Whether `id` is a special token: of the pipeline or its template.
     pub fn is_special(&self, id: u32) -> bool {
-        self.special_ids.binary_search(&id).is_ok()
+        // Most ids are below the first special one: one comparison.
+        self.special_ids.first().is_some_and(|&first| id >= first)
+            && self.special_ids.binary_search(&id).is_ok()
     }
 
     /// Encodes `a` (and `b`, a pair). `add_special_tokens`: apply the

@@ -157,6 +157,8 @@ pub(super) struct Encoding {
     /// `None` for an encoding unpickled without its tokenizer: it then has
     /// its offsets and tokens with it.
     tokenizer: Option<Arc<Tokenizer>>,
+    /// The model's Python ints, for `ids` (`None` when unpickled).
+    ints: Option<Arc<Ints>>,
     /// Without offsets when `inputs` are kept, with them otherwise.
     encoding: RustEncoding,
     inputs: Option<Inputs>,
@@ -534,18 +536,25 @@ impl Pipeline {
             add_special_tokens,
             allowed,
         });
-        Encoding::new(Some(self.tokenizer.clone()), encoding, inputs)
+        Encoding::new(
+            Some(self.tokenizer.clone()),
+            Some(self.ints.clone()),
+            encoding,
+            inputs,
+        )
     }
 }
 
 impl Encoding {
     fn new(
         tokenizer: Option<Arc<Tokenizer>>,
+        ints: Option<Arc<Ints>>,
         encoding: RustEncoding,
         inputs: Option<Inputs>,
     ) -> Self {
         Encoding {
             tokenizer,
+            ints,
             encoding,
             inputs,
             full: OnceLock::new(),
@@ -589,7 +598,12 @@ impl Encoding {
 
     /// Overflowing window `i` of `full`, as an encoding of its own.
     fn window(&self, full: &RustEncoding, i: usize) -> Encoding {
-        let mut window = Encoding::new(self.tokenizer.clone(), full.overflowing[i].clone(), None);
+        let mut window = Encoding::new(
+            self.tokenizer.clone(),
+            self.ints.clone(),
+            full.overflowing[i].clone(),
+            None,
+        );
         if let Some(texts) = self.window_texts.get(i) {
             window
                 .tokens
@@ -696,7 +710,7 @@ impl Encoding {
                 "encoding state: its lists differ in length",
             ));
         }
-        let mut restored = Encoding::new(None, encoding, None);
+        let mut restored = Encoding::new(None, None, encoding, None);
         restored.tokens.set(tokens).expect("a fresh cell");
         restored.window_texts = window_texts;
         Ok(restored)
@@ -706,8 +720,12 @@ impl Encoding {
 #[pymethods]
 impl Encoding {
     #[getter]
-    fn ids(&self) -> Vec<u32> {
-        self.encoding.padded_ids()
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encoding.padded_ids();
+        match &self.ints {
+            Some(ints) => ints.list(py, &ids),
+            None => PyList::new(py, ids),
+        }
     }
 
     #[getter]
