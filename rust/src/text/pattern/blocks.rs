@@ -161,8 +161,19 @@ impl Classes {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Makes `bmi2()` false on this thread, so that tests run the path of
+    /// CPUs without it (windows cut at their first non-ASCII byte).
+    pub(super) static WITHOUT_BMI2: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Whether this CPU has BMI2 (PEXT, PDEP); checked once.
 fn bmi2() -> bool {
+    #[cfg(test)]
+    if WITHOUT_BMI2.get() {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("bmi2")

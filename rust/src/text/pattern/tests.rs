@@ -173,6 +173,20 @@ fn cuts_are_apart_and_on_characters() {
 
 #[test]
 fn the_cl100k_block_scanner_splits_as_the_scalar_one_and_the_regex_engine() {
+    compare_the_cl100k_block_scanner(20_000);
+}
+
+#[test]
+fn the_cl100k_block_scanner_splits_the_same_without_bmi2() {
+    // CPUs without PEXT/PDEP cut each window at its first non-ASCII byte.
+    super::blocks::WITHOUT_BMI2.set(true);
+    compare_the_cl100k_block_scanner(5_000);
+    super::blocks::WITHOUT_BMI2.set(false);
+}
+
+/// The block scanner against the scalar one and the regex engine, on
+/// `rounds` random texts.
+fn compare_the_cl100k_block_scanner(rounds: usize) {
     // Long text, so that windows of 64 bytes fill and their runs cross
     // from one window to the next: every rule of `blocks.rs` (contractions,
     // prefixes, runs of white space with line breaks, digits in threes)
@@ -190,7 +204,7 @@ fn the_cl100k_block_scanner_splits_as_the_scalar_one_and_the_regex_engine() {
         PreTokenizer::automaton(Pattern::Cl100k).unwrap(),
     );
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
-    for round in 0..20_000 {
+    for round in 0..rounds {
         let len = 1 + (rng.next() % 200) as usize;
         // Some texts ASCII only, so that no window is cut short.
         let parts = if round % 2 == 0 { 39 } else { PARTS.len() };
