@@ -61,6 +61,9 @@ pub mod unigram;
 pub mod vocab;
 pub mod wordpiece;
 
+#[cfg(test)]
+mod test_rng;
+
 #[cfg(feature = "python")]
 mod python;
 

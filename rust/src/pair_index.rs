@@ -681,13 +681,8 @@ mod tests {
     /// frequent with few), of the given lengths in turn, with random
     /// counts (some above 1).
     fn random_words(count: usize, symbols: u64, lengths: &[usize]) -> (Vec<Vec<u32>>, Vec<u64>) {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = move |n: u64| rng.next() % n;
         let words: Vec<Vec<u32>> = (0..count)
             .map(|i| {
                 (0..lengths[i % lengths.len()])

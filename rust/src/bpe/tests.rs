@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::Model;
+use crate::test_rng::XorShift;
 use crate::vocab::AllowedSpecial;
 
 /// The ids of `text` cut by the model's pattern (the preset's pieces).
@@ -173,13 +174,8 @@ fn cut_pieces_encode_as_whole_ones() {
     let alphabet: Vec<char> = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年"
         .chars()
         .collect();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut next = move |n: usize| rng.below(n);
     let words: Vec<String> = (0..40)
         .map(|_| {
             (0..1 + next(3))
@@ -443,13 +439,8 @@ fn random_rank_tables_encode_as_tiktoken() {
     // Vocabularies made of random merges over a small alphabet, their ranks
     // then shuffled (so merges may not follow ranks, and some tokens become
     // unreachable), against the definition, on short and huge pieces.
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut next = move |n: usize| rng.below(n);
     for round in 0..40 {
         let mut learned: Vec<Vec<u8>> = Vec::new();
         let alphabet = b"abc";
@@ -555,13 +546,8 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
     let syllables = [
         "ka", "ri", "to", "mu", "sel", "ven", "dra", "qu", "ix", "ß", "東", "ц",
     ];
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut next = |n: usize| rng.below(n);
     let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
         (0..1 + next(8))
             .map(|_| syllables[next(syllables.len())])
@@ -608,11 +594,9 @@ fn the_low_id_grid_agrees_with_the_pair_table() {
     // fall on both sides of the grid's edge.
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let mut seen: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     while tokens.len() < 3 * super::LOW_IDS {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
+        let state = rng.next();
         let n = tokens.len() as u64;
         let (left, right) = ((state % n) as usize, ((state >> 32) % n) as usize);
         let joined = [tokens[left].as_slice(), tokens[right].as_slice()].concat();

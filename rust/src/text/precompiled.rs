@@ -346,13 +346,11 @@ pub(crate) mod tests {
                 probe(&map);
             }
         }
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1D);
         for _ in 0..2000 {
             let mut garbled = good.clone();
             for _ in 0..8 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = rng.next();
                 let at = 4 + (state % (garbled.len() as u64 - 4)) as usize;
                 garbled[at] = (state >> 32) as u8;
             }

@@ -2,6 +2,7 @@
 //! lookahead does (which in turn is checked against tiktoken from Python).
 
 use super::*;
+use crate::test_rng::XorShift;
 
 /// Characters that exercise every branch of the three patterns.
 const ALPHABET: &[char] = &[
@@ -10,17 +11,6 @@ const ALPHABET: &[char] = &[
     '.', ',', '!', '/', '-', '(', '"', '😀', '\u{301}', '\u{308}', 'é', 'ß', 'ǅ', 'ʰ', '中', '文',
     'ア', 'ー', 'Ω', 'ω', 'Я', 'я', 'ا', '\u{200d}', '\u{fe0f}', '_', '$', '\u{85}', '\u{2028}',
 ];
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn random_text(rng: &mut XorShift, max_len: usize) -> String {
     let len = (rng.next() % max_len as u64) as usize;
