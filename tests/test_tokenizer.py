@@ -359,6 +359,50 @@ def test_pieces_nbest_and_sample_go_through_the_pipeline(sample_corpus):
     assert split.sample(" a b", alpha=1e9, seed=1) == split.encode_ids(" a b")
 
 
+FIELDS = ["type_ids", "special_tokens_mask", "sequence_ids", "attention_mask", "ids", "offsets", "word_ids", "tokens"]
+
+
+@pytest.mark.parametrize("template", [True, False])
+def test_one_text_encodings_made_from_ids_read_as_batch_ones(sample_corpus, template):
+    """``encode`` on one text, with neither truncation nor padding, keeps
+    the ids alone and makes the token records when a field is read; every
+    field, read first or after others, pickled or indexed, is the batch
+    path's (which makes the records at once), template and special tokens
+    in the text included."""
+    import pickle
+
+    bpe = polytok.BPETokenizer.train_from_iterator(sample_corpus[:300], vocab_size=400, progress=False)
+    n = bpe.vocab_size
+    tok = polytok.Tokenizer(
+        bpe.model,
+        pre_tokenizer=pre_tokenizers.Pattern("cl100k"),
+        post_processor=processors.TemplateProcessing(
+            "[CLS]:1 $A:2 [SEP] [SEP]", special_tokens=[("[CLS]", n), ("[SEP]", n + 1)]
+        )
+        if template
+        else None,
+        special_tokens={"<m>": n + 2, "[CLS]": n, "[SEP]": n + 1},
+    )
+    texts = sample_corpus[300:340] + ["", " ", "a<m>b", "<m>", "[CLS] x [SEP]", "x<m><m> y "]
+    for add in (True, False):
+        batch = tok.encode_batch(texts, add_special_tokens=add, allowed_special="all", offsets=True)
+        for first in FIELDS:
+            for text, expected in zip(texts, batch):
+                one = tok.encode(text, add_special_tokens=add, allowed_special="all")
+                context = (text, add, first)
+                assert getattr(one, first) == getattr(expected, first), context
+                assert {f: getattr(one, f) for f in FIELDS} == {f: getattr(expected, f) for f in FIELDS}, context
+        for text, expected in zip(texts, batch):
+            one = tok.encode(text, add_special_tokens=add, allowed_special="all")
+            assert len(one) == len(expected) and list(one) == expected.ids and one == expected
+            assert [one[i] for i in range(-len(one), len(one))] == expected.ids + expected.ids
+            copy = pickle.loads(pickle.dumps(tok.encode(text, add_special_tokens=add, allowed_special="all")))
+            assert {f: getattr(copy, f) for f in FIELDS} == {f: getattr(expected, f) for f in FIELDS}
+    special = tok.encode("a<m>b", allowed_special="all")
+    assert special.special_tokens_mask[special.ids.index(n + 2)] == 1
+    assert special.type_ids == ([1] + [2] * (len(special) - 3) + [0, 0] if template else [0] * len(special))
+
+
 def test_calls_on_one_text_follow_the_settings_and_clean_surrogates():
     """``encode`` and ``encode_ids`` are the compiled base class's: they
     build the pipeline on first use, see a setting changed after it, take

@@ -782,21 +782,33 @@ fn encode_list<'py>(
     allowed_special: Option<&Bound<'_, PyAny>>,
     encode: impl Fn(&str, &AllowedSpecial, &mut Vec<u32>) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyList>> {
+    let allowed = allowed_special_tokens(allowed_special)?;
+    with_ids(py, text, &allowed, encode, |ids| ints.list(py, ids))?
+}
+
+/// `then` of the ids of `text` (by `encode`), the GIL released for long
+/// texts.
+fn with_ids<R>(
+    py: Python<'_>,
+    text: &str,
+    allowed: &AllowedSpecial,
+    encode: impl Fn(&str, &AllowedSpecial, &mut Vec<u32>) -> Result<(), Error> + Sync,
+    then: impl FnOnce(&[u32]) -> R,
+) -> PyResult<R> {
     thread_local! {
         /// The ids of the text being encoded, reused: a fresh megabyte of
         /// ids per document would cost page faults.
         static IDS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let allowed = allowed_special_tokens(allowed_special)?;
     IDS.with(|ids| {
         let ids = &mut *ids.borrow_mut();
         ids.clear();
-        run_encoding(py, text.len(), || encode(text, &allowed, ids))?.map_err(to_py)?;
-        let list = ints.list(py, ids);
+        run_encoding(py, text.len(), || encode(text, allowed, ids))?.map_err(to_py)?;
+        let result = then(ids);
         if ids.capacity() > 1 << 22 {
             *ids = Vec::new();
         }
-        list
+        Ok(result)
     })
 }
 

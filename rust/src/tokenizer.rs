@@ -578,6 +578,51 @@ impl Tokenizer {
         Ok(())
     }
 
+    /// The encoding (without offsets) of one text whose ids
+    /// `encode_ids_into` gave, for an `ids_direct` tokenizer: what
+    /// `encode` makes of the text without tracking. The template's tokens
+    /// are where it puts them; the text's ids are those between.
+    pub fn encoding_of_ids(&self, ids: &[u32], add_special_tokens: bool) -> Result<Encoding> {
+        let mut out = Encoding::default();
+        let Some(template) = self.template.as_ref().filter(|_| add_special_tokens) else {
+            self.push_text_ids(ids, 0, 0, &mut out);
+            return Ok(out);
+        };
+        let text_ids = ids.len() - template.added_tokens(false)?;
+        let mut rest = ids;
+        for part in template.parts(false)? {
+            rest = match part {
+                Part::Tokens {
+                    ids: added,
+                    type_id,
+                } => {
+                    out.push_added(added, type_id);
+                    &rest[added.len()..]
+                }
+                Part::Sequence { type_id, .. } => {
+                    self.push_text_ids(&rest[..text_ids], 0, type_id, &mut out);
+                    &rest[text_ids..]
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    /// Appends the tokens of ids found in the text of sequence `sequence`,
+    /// without offsets.
+    fn push_text_ids(&self, ids: &[u32], sequence: u32, type_id: u32, out: &mut Encoding) {
+        out.tokens.extend(ids.iter().map(|&id| {
+            Token::new(
+                id,
+                type_id,
+                self.special_in_text(id),
+                Some(sequence),
+                (0, 0),
+                None,
+            )
+        }))
+    }
+
     /// Appends the ids of one text (no template), without offsets.
     fn sequence_ids(
         &self,
@@ -669,18 +714,8 @@ impl Tokenizer {
         out: &mut Encoding,
     ) -> Result<()> {
         if !track {
-            let push_ids = |ids: &[u32], out: &mut Encoding| {
-                out.tokens.extend(ids.iter().map(|&id| {
-                    Token::new(
-                        id,
-                        type_id,
-                        self.special_in_text(id),
-                        Some(sequence),
-                        (0, 0),
-                        None,
-                    )
-                }))
-            };
+            let push_ids =
+                |ids: &[u32], out: &mut Encoding| self.push_text_ids(ids, sequence, type_id, out);
             // A shared text is encoded into a vector of its own: the
             // thread-local one must not stay borrowed while this thread
             // waits for the others, which could hand it other work.

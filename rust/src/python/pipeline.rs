@@ -6,7 +6,11 @@
 //! offsets, word ids or characters encodes them again with tracking on.
 //! Ids-only users pay nothing for offsets, and the result is the same as
 //! computing them at once (the same pipeline, the same padding length).
+//! One text through a pipeline without truncation or padding goes further:
+//! only its ids are kept, as `encode_ids` makes them, and the token records
+//! (type ids, masks) are made from them when first read.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods};
@@ -17,7 +21,7 @@ use rayon::prelude::*;
 
 use super::{
     allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
-    run_encoding, strings, to_py, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
+    run_encoding, strings, to_py, with_ids, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -159,16 +163,38 @@ pub(super) struct Encoding {
     tokenizer: Option<Arc<Tokenizer>>,
     /// The model's Python ints, for `ids` (`None` when unpickled).
     ints: Option<Arc<Ints>>,
-    /// Without offsets when `inputs` are kept, with them otherwise.
-    encoding: RustEncoding,
+    body: Body,
     inputs: Option<Inputs>,
-    /// With offsets, computed on first use (when `inputs` are kept).
+    /// What is made on first use, boxed: most encodings never need it, and
+    /// every call allocates, zeroes and moves the object whole (copying and
+    /// zeroing it took 7% of `encode(line).ids` on a short line, 2% now).
+    later: OnceLock<Box<Later>>,
+}
+
+#[derive(Default)]
+struct Later {
+    /// The records of a `Body::Ids`.
+    records: OnceLock<RustEncoding>,
+    /// With offsets (when `inputs` are kept).
     full: OnceLock<RustEncoding>,
-    /// The tokens' texts, once asked for.
+    /// The tokens' texts.
     tokens: OnceLock<Vec<String>>,
     /// The token texts of the overflowing windows of an encoding unpickled
     /// without its tokenizer (empty otherwise).
     window_texts: Vec<TokenTexts>,
+}
+
+/// What an encoding holds from the start.
+enum Body {
+    /// The ids alone, of a text encoded by a pipeline that gives ids
+    /// straight (`Tokenizer::ids_direct`: no truncation, no padding), the
+    /// common call: its token records (type ids, masks) are made only when
+    /// read. Making them at once, and moving them about, added a fifth to
+    /// the encoding of a short line.
+    Ids(Vec<u32>),
+    /// Token records: without offsets when `inputs` are kept, with them
+    /// otherwise.
+    Records(RustEncoding),
 }
 
 /// The token texts of a window, and of its own windows.
@@ -276,14 +302,22 @@ impl Pipeline {
     ) -> PyResult<Encoding> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let a = text.to_str()?;
-        let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
-        let encoding = run_encoding(py, a.len() + b.map_or(0, str::len), || {
-            self.tokenizer
-                .encode(a, b, add_special_tokens, &allowed, offsets)
-        })?
-        .map_err(to_py)?;
+        let tokenizer = &*self.tokenizer;
+        let body = if pair.is_none() && !offsets && tokenizer.ids_direct() {
+            let encode = |t: &str, allowed: &AllowedSpecial, ids: &mut Vec<u32>| {
+                tokenizer.encode_ids_into(t, add_special_tokens, allowed, ids)
+            };
+            Body::Ids(with_ids(py, a, &allowed, encode, <[u32]>::to_vec)?)
+        } else {
+            let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
+            let encoding = run_encoding(py, a.len() + b.map_or(0, str::len), || {
+                tokenizer.encode(a, b, add_special_tokens, &allowed, offsets)
+            })?
+            .map_err(to_py)?;
+            Body::Records(encoding)
+        };
         Ok(self.wrap(
-            encoding,
+            body,
             offsets,
             text.unbind(),
             pair.map(Bound::unbind),
@@ -314,7 +348,7 @@ impl Pipeline {
             .zip(inputs)
             .map(|(e, (a, b))| {
                 self.wrap(
-                    e,
+                    Body::Records(e),
                     offsets,
                     a.unbind(),
                     b.map(Bound::unbind),
@@ -523,7 +557,7 @@ impl Pipeline {
 impl Pipeline {
     fn wrap(
         &self,
-        encoding: RustEncoding,
+        body: Body,
         has_offsets: bool,
         text: Py<PyString>,
         pair: Option<Py<PyString>>,
@@ -539,7 +573,7 @@ impl Pipeline {
         Encoding::new(
             Some(self.tokenizer.clone()),
             Some(self.ints.clone()),
-            encoding,
+            body,
             inputs,
         )
     }
@@ -549,27 +583,77 @@ impl Encoding {
     fn new(
         tokenizer: Option<Arc<Tokenizer>>,
         ints: Option<Arc<Ints>>,
-        encoding: RustEncoding,
+        body: Body,
         inputs: Option<Inputs>,
     ) -> Self {
         Encoding {
             tokenizer,
             ints,
-            encoding,
+            body,
             inputs,
-            full: OnceLock::new(),
-            tokens: OnceLock::new(),
-            window_texts: Vec::new(),
+            later: OnceLock::new(),
         }
+    }
+
+    /// The encoding with its token texts (and its windows') given, for one
+    /// without its tokenizer.
+    fn with_texts(self, texts: TokenTexts) -> Self {
+        let later = Later {
+            tokens: OnceLock::from(texts.tokens),
+            window_texts: texts.windows,
+            ..Later::default()
+        };
+        Encoding {
+            later: OnceLock::from(Box::new(later)),
+            ..self
+        }
+    }
+
+    fn later(&self) -> &Later {
+        self.later.get_or_init(Box::default)
+    }
+
+    /// The number of tokens, padding included.
+    fn len(&self) -> usize {
+        match &self.body {
+            Body::Ids(ids) => ids.len(),
+            Body::Records(e) => e.len(),
+        }
+    }
+
+    /// The ids, padding included.
+    fn padded_ids(&self) -> Cow<'_, [u32]> {
+        match &self.body {
+            Body::Ids(ids) => Cow::Borrowed(ids),
+            Body::Records(e) => Cow::Owned(e.padded_ids()),
+        }
+    }
+
+    /// The token records (without offsets when `inputs` are kept).
+    fn records(&self) -> PyResult<&RustEncoding> {
+        let ids = match &self.body {
+            Body::Records(e) => return Ok(e),
+            Body::Ids(ids) => ids,
+        };
+        if let Some(records) = self.later().records.get() {
+            return Ok(records);
+        }
+        let (Some(tokenizer), Some(inputs)) = (&self.tokenizer, &self.inputs) else {
+            unreachable!("an encoding of ids has its tokenizer and inputs");
+        };
+        let records = tokenizer
+            .encoding_of_ids(ids, inputs.add_special_tokens)
+            .map_err(to_py)?;
+        Ok(self.later().records.get_or_init(|| records))
     }
 
     /// The encoding with offsets, computed on first use.
     fn full(&self, py: Python<'_>) -> PyResult<&RustEncoding> {
         let Some(inputs) = &self.inputs else {
             // Made with offsets.
-            return Ok(&self.encoding);
+            return self.records();
         };
-        if let Some(full) = self.full.get() {
+        if let Some(full) = self.later().full.get() {
             return Ok(full);
         }
         let a = inputs.text.bind(py).to_str()?;
@@ -584,38 +668,34 @@ impl Encoding {
             .map_err(to_py)?;
         // Padded as the batch it came from was.
         if let Some(p) = tokenizer.padding() {
-            p.apply(&mut full, self.encoding.len());
+            p.apply(&mut full, self.len());
         }
-        if full.padded_ids() != self.encoding.padded_ids() {
+        if *full.padded_ids() != *self.padded_ids() {
             // The ids-only and the offsets paths disagree: offsets would
             // belong to other tokens. A bug, never an answer.
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "polytok internal error (the ids with offsets differ from the ids); please report it",
             ));
         }
-        Ok(self.full.get_or_init(|| full))
+        Ok(self.later().full.get_or_init(|| full))
     }
 
     /// Overflowing window `i` of `full`, as an encoding of its own.
     fn window(&self, full: &RustEncoding, i: usize) -> Encoding {
-        let mut window = Encoding::new(
+        let window = Encoding::new(
             self.tokenizer.clone(),
             self.ints.clone(),
-            full.overflowing[i].clone(),
+            Body::Records(full.overflowing[i].clone()),
             None,
         );
-        if let Some(texts) = self.window_texts.get(i) {
-            window
-                .tokens
-                .set(texts.tokens.clone())
-                .expect("a fresh cell");
-            window.window_texts = texts.windows.clone();
+        match self.later().window_texts.get(i) {
+            Some(texts) => window.with_texts(texts.clone()),
+            None => window,
         }
-        window
     }
 
     fn token_texts(&self) -> PyResult<&Vec<String>> {
-        if let Some(tokens) = self.tokens.get() {
+        if let Some(tokens) = self.later().tokens.get() {
             return Ok(tokens);
         }
         let tokenizer = self
@@ -623,12 +703,11 @@ impl Encoding {
             .as_ref()
             .expect("a detached encoding has its tokens");
         let tokens = self
-            .encoding
             .padded_ids()
             .iter()
             .map(|&id| Ok(readable(&tokenizer.token(id).map_err(to_py)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(self.tokens.get_or_init(|| tokens))
+        Ok(self.later().tokens.get_or_init(|| tokens))
     }
 
     /// Everything, for pickling: offsets and tokens included.
@@ -695,14 +774,21 @@ impl Encoding {
         let mut window_texts = Vec::new();
         for o in overflowing.try_iter()? {
             let window = Encoding::from_state(o?.cast::<PyDict>()?)?;
+            let later = window
+                .later
+                .into_inner()
+                .expect("a restored encoding has its texts");
             window_texts.push(TokenTexts {
-                tokens: window
+                tokens: later
                     .tokens
                     .into_inner()
                     .expect("a restored encoding has its tokens"),
-                windows: window.window_texts,
+                windows: later.window_texts,
             });
-            encoding.overflowing.push(window.encoding);
+            let Body::Records(window) = window.body else {
+                unreachable!("a restored encoding has its records");
+            };
+            encoding.overflowing.push(window);
         }
         let tokens: Vec<String> = item(state, "tokens")?;
         if tokens.len() != encoding.len() {
@@ -710,10 +796,12 @@ impl Encoding {
                 "encoding state: its lists differ in length",
             ));
         }
-        let mut restored = Encoding::new(None, None, encoding, None);
-        restored.tokens.set(tokens).expect("a fresh cell");
-        restored.window_texts = window_texts;
-        Ok(restored)
+        Ok(
+            Encoding::new(None, None, Body::Records(encoding), None).with_texts(TokenTexts {
+                tokens,
+                windows: window_texts,
+            }),
+        )
     }
 }
 
@@ -721,31 +809,31 @@ impl Encoding {
 impl Encoding {
     #[getter]
     fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encoding.padded_ids();
+        let ids = self.padded_ids();
         match &self.ints {
             Some(ints) => ints.list(py, &ids),
-            None => PyList::new(py, ids),
+            None => PyList::new(py, &*ids),
         }
     }
 
     #[getter]
-    fn type_ids(&self) -> Vec<u32> {
-        self.encoding.padded_type_ids()
+    fn type_ids(&self) -> PyResult<Vec<u32>> {
+        Ok(self.records()?.padded_type_ids())
     }
 
     #[getter]
-    fn attention_mask(&self) -> Vec<u32> {
-        self.encoding.padded_attention_mask()
+    fn attention_mask(&self) -> PyResult<Vec<u32>> {
+        Ok(self.records()?.padded_attention_mask())
     }
 
     #[getter]
-    fn special_tokens_mask(&self) -> Vec<u32> {
-        self.encoding.padded_special_tokens_mask()
+    fn special_tokens_mask(&self) -> PyResult<Vec<u32>> {
+        Ok(self.records()?.padded_special_tokens_mask())
     }
 
     #[getter]
-    fn sequence_ids(&self) -> Vec<Option<u32>> {
-        self.encoding.padded_sequence_ids()
+    fn sequence_ids(&self) -> PyResult<Vec<Option<u32>>> {
+        Ok(self.records()?.padded_sequence_ids())
     }
 
     /// Character `(start, end)` of each token in its own text.
@@ -788,17 +876,17 @@ impl Encoding {
     /// The character span of token `index` in its input, or `None` for
     /// added tokens.
     fn token_to_chars(&self, py: Python<'_>, index: usize) -> PyResult<Option<(u32, u32)>> {
-        if index >= self.encoding.len() {
+        if index >= self.len() {
             return Err(PyIndexError::new_err(format!(
                 "token index {index} out of range (the encoding has {} tokens)",
-                self.encoding.len()
+                self.len()
             )));
         }
         Ok(self.full(py)?.token_to_chars(index).map(|(_, span)| span))
     }
 
     fn __len__(&self) -> usize {
-        self.encoding.len()
+        self.len()
     }
 
     /// An id, or a list of ids for a slice.
@@ -808,25 +896,25 @@ impl Encoding {
         index: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(slice) = index.cast::<PySlice>() {
-            let ids = PyList::new(py, &*self.encoding.padded_ids())?;
+            let ids = PyList::new(py, &*self.padded_ids())?;
             return ids.as_any().get_item(slice);
         }
-        let n = self.encoding.len() as isize;
+        let n = self.len() as isize;
         let index: isize = index.extract()?;
         let i = if index < 0 { index + n } else { index };
         if !(0..n).contains(&i) {
             return Err(PyIndexError::new_err("encoding index out of range"));
         }
-        Ok(self
-            .encoding
-            .id_at(i as usize)
-            .into_pyobject(py)?
-            .into_any())
+        let id = match &self.body {
+            Body::Ids(ids) => ids[i as usize],
+            Body::Records(e) => e.id_at(i as usize),
+        };
+        Ok(id.into_pyobject(py)?.into_any())
     }
 
     /// Its ids, one after another.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PyList::new(py, &*self.encoding.padded_ids())?
+        PyList::new(py, &*self.padded_ids())?
             .try_iter()
             .map(|it| it.into_any())
     }
@@ -848,15 +936,15 @@ impl Encoding {
     /// Equal to another encoding or a sequence of ids with the same ids.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         if let Ok(other) = other.cast::<Encoding>() {
-            return Ok(other.get().encoding.padded_ids() == self.encoding.padded_ids());
+            return Ok(other.get().padded_ids() == self.padded_ids());
         }
         Ok(other
             .extract::<Vec<u32>>()
-            .is_ok_and(|ids| *ids == *self.encoding.padded_ids()))
+            .is_ok_and(|ids| *ids == *self.padded_ids()))
     }
 
     fn __repr__(&self) -> String {
-        let ids = self.encoding.padded_ids();
+        let ids = self.padded_ids();
         format!(
             "Encoding(n_tokens={}, ids={:?}{})",
             ids.len(),
