@@ -364,11 +364,11 @@ FIELDS = ["type_ids", "special_tokens_mask", "sequence_ids", "attention_mask", "
 
 @pytest.mark.parametrize("template", [True, False])
 def test_one_text_encodings_made_from_ids_read_as_batch_ones(sample_corpus, template):
-    """``encode`` on one text, with neither truncation nor padding, keeps
-    the ids alone and makes the token records when a field is read; every
-    field, read first or after others, pickled or indexed, is the batch
-    path's (which makes the records at once), template and special tokens
-    in the text included."""
+    """``encode`` (and ``encode_batch`` of single texts) with neither
+    truncation nor padding keeps the ids alone and makes the token records
+    when a field is read; every field, read first or after others, pickled
+    or indexed, is that of the path with offsets (which makes the records
+    at once), template and special tokens in the text included."""
     import pickle
 
     bpe = polytok.BPETokenizer.train_from_iterator(sample_corpus[:300], vocab_size=400, progress=False)
@@ -392,7 +392,9 @@ def test_one_text_encodings_made_from_ids_read_as_batch_ones(sample_corpus, temp
                 context = (text, add, first)
                 assert getattr(one, first) == getattr(expected, first), context
                 assert {f: getattr(one, f) for f in FIELDS} == {f: getattr(expected, f) for f in FIELDS}, context
-        for text, expected in zip(texts, batch):
+        ids_only = tok.encode_batch(texts, add_special_tokens=add, allowed_special="all")
+        for text, expected, from_ids in zip(texts, batch, ids_only):
+            assert {f: getattr(from_ids, f) for f in FIELDS} == {f: getattr(expected, f) for f in FIELDS}, text
             one = tok.encode(text, add_special_tokens=add, allowed_special="all")
             assert len(one) == len(expected) and list(one) == expected.ids and one == expected
             assert [one[i] for i in range(-len(one), len(one))] == expected.ids + expected.ids
@@ -400,6 +402,15 @@ def test_one_text_encodings_made_from_ids_read_as_batch_ones(sample_corpus, temp
             assert {f: getattr(copy, f) for f in FIELDS} == {f: getattr(expected, f) for f in FIELDS}
     special = tok.encode("a<m>b", allowed_special="all")
     assert special.special_tokens_mask[special.ids.index(n + 2)] == 1
+    # Encodings can hold no reference cycle: the collector does not track
+    # them (it would walk a whole batch at every collection), and they
+    # outlive a collection whole.
+    import gc
+
+    batch = tok.encode_batch(texts)
+    assert not gc.is_tracked(special) and not any(gc.is_tracked(e) for e in batch)
+    gc.collect()
+    assert special.ids == tok.encode_ids("a<m>b", allowed_special="all") and batch[0].ids == tok.encode_ids(texts[0])
     assert special.type_ids == ([1] + [2] * (len(special) - 3) + [0, 0] if template else [0] * len(special))
 
 

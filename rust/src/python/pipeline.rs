@@ -6,9 +6,10 @@
 //! offsets, word ids or characters encodes them again with tracking on.
 //! Ids-only users pay nothing for offsets, and the result is the same as
 //! computing them at once (the same pipeline, the same padding length).
-//! One text through a pipeline without truncation or padding goes further:
-//! only its ids are kept, as `encode_ids` makes them, and the token records
-//! (type ids, masks) are made from them when first read.
+//! A text (not a pair) through a pipeline without truncation or padding
+//! goes further, alone or in a batch: only its ids are kept, as
+//! `encode_ids` makes them, and the token records (type ids, masks) are
+//! made from them when first read.
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -107,13 +108,13 @@ impl TokenizerBase {
     /// ids and tokens are computed when first read. Lone surrogates (not
     /// encodable as UTF-8) are encoded as U+FFFD, as tiktoken does.
     #[pyo3(signature = (text, pair = None, *, add_special_tokens = true, allowed_special = None))]
-    fn encode(
-        slf: &Bound<'_, Self>,
-        text: Bound<'_, PyString>,
-        pair: Option<Bound<'_, PyString>>,
+    fn encode<'py>(
+        slf: &Bound<'py, Self>,
+        text: Bound<'py, PyString>,
+        pair: Option<Bound<'py, PyString>>,
         add_special_tokens: bool,
-        allowed_special: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Encoding> {
+        allowed_special: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Encoding>> {
         let pipeline = Self::pipeline(slf)?;
         let pair = pair.map(encodable).transpose()?;
         pipeline.get().encode(
@@ -186,11 +187,11 @@ struct Later {
 
 /// What an encoding holds from the start.
 enum Body {
-    /// The ids alone, of a text encoded by a pipeline that gives ids
-    /// straight (`Tokenizer::ids_direct`: no truncation, no padding), the
-    /// common call: its token records (type ids, masks) are made only when
-    /// read. Making them at once, and moving them about, added a fifth to
-    /// the encoding of a short line.
+    /// The ids alone, of a text (not a pair) encoded by a pipeline that
+    /// gives ids straight (`Tokenizer::ids_direct`: no truncation, no
+    /// padding), the common call: its token records (type ids, masks) are
+    /// made only when read. Making them at once, and moving them about,
+    /// added a fifth to the encoding of a short line.
     Ids(Vec<u32>),
     /// Token records: without offsets when `inputs` are kept, with them
     /// otherwise.
@@ -291,15 +292,15 @@ impl Pipeline {
     }
 
     #[pyo3(signature = (text, pair = None, add_special_tokens = true, allowed_special = None, offsets = false))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
-        text: Bound<'_, PyString>,
-        pair: Option<Bound<'_, PyString>>,
+        py: Python<'py>,
+        text: Bound<'py, PyString>,
+        pair: Option<Bound<'py, PyString>>,
         add_special_tokens: bool,
         allowed_special: Option<&Bound<'_, PyAny>>,
         offsets: bool,
-    ) -> PyResult<Encoding> {
+    ) -> PyResult<Bound<'py, Encoding>> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let a = text.to_str()?;
         let tokenizer = &*self.tokenizer;
@@ -316,39 +317,57 @@ impl Pipeline {
             .map_err(to_py)?;
             Body::Records(encoding)
         };
-        Ok(self.wrap(
+        self.wrap(
+            py,
             body,
             offsets,
             text.unbind(),
             pair.map(Bound::unbind),
             add_special_tokens,
             allowed,
-        ))
+        )
     }
 
     #[pyo3(signature = (inputs, add_special_tokens = true, allowed_special = None, offsets = false))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        inputs: &Bound<'_, PyList>,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyList>,
         add_special_tokens: bool,
         allowed_special: Option<&Bound<'_, PyAny>>,
         offsets: bool,
-    ) -> PyResult<Vec<Encoding>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let allowed = allowed_special_tokens(allowed_special)?;
         let inputs = batch_inputs(inputs)?;
         let texts = input_texts(&inputs)?;
-        let encodings = in_pool(py, || {
-            self.tokenizer
-                .encode_batch(&texts, add_special_tokens, &allowed, offsets)
-        })?
-        .map_err(to_py)?;
-        Ok(encodings
+        let tokenizer = &*self.tokenizer;
+        let bodies: Vec<Body> =
+            if !offsets && tokenizer.ids_direct() && texts.iter().all(|(_, b)| b.is_none()) {
+                // As `encode` does for one text: the ids alone.
+                let singles: Vec<&str> = texts.iter().map(|&(a, _)| a).collect();
+                let ids = in_pool(py, || {
+                    crate::batch::encode_batch(&singles, |chunk, runs| {
+                        tokenizer.encode_texts(chunk, add_special_tokens, &allowed, runs)
+                    })
+                })?
+                .map_err(to_py)?;
+                ids.into_iter().map(Body::Ids).collect()
+            } else {
+                in_pool(py, || {
+                    tokenizer.encode_batch(&texts, add_special_tokens, &allowed, offsets)
+                })?
+                .map_err(to_py)?
+                .into_iter()
+                .map(Body::Records)
+                .collect()
+            };
+        let encodings = bodies
             .into_iter()
             .zip(inputs)
-            .map(|(e, (a, b))| {
+            .map(|(body, (a, b))| {
                 self.wrap(
-                    Body::Records(e),
+                    py,
+                    body,
                     offsets,
                     a.unbind(),
                     b.map(Bound::unbind),
@@ -356,7 +375,8 @@ impl Pipeline {
                     allowed.clone(),
                 )
             })
-            .collect())
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, encodings)
     }
 
     /// The ids of `text` (and `pair`) alone, as a list.
@@ -555,27 +575,43 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    fn wrap(
+    /// An encoding of this pipeline's, as a Python object that the cyclic
+    /// collector does not track. An encoding refers to no Python object
+    /// but its texts (strings) and the model's ints, so it can be in no
+    /// cycle; tracked (PyO3 makes every class a collected one), a batch of
+    /// 200,000 took twice as long to make, and each later collection went
+    /// through all of them.
+    #[allow(clippy::too_many_arguments)]
+    fn wrap<'py>(
         &self,
+        py: Python<'py>,
         body: Body,
         has_offsets: bool,
         text: Py<PyString>,
         pair: Option<Py<PyString>>,
         add_special_tokens: bool,
         allowed: AllowedSpecial,
-    ) -> Encoding {
+    ) -> PyResult<Bound<'py, Encoding>> {
         let inputs = (!has_offsets).then_some(Inputs {
             text,
             pair,
             add_special_tokens,
             allowed,
         });
-        Encoding::new(
-            Some(self.tokenizer.clone()),
-            Some(self.ints.clone()),
-            body,
-            inputs,
-        )
+        let encoding = Bound::new(
+            py,
+            Encoding::new(
+                Some(self.tokenizer.clone()),
+                Some(self.ints.clone()),
+                body,
+                inputs,
+            ),
+        )?;
+        // SAFETY: a live object of a collected type; untracking one that
+        // can be in no cycle only spares the collector (its deallocation
+        // untracks only what is tracked).
+        unsafe { pyo3::ffi::PyObject_GC_UnTrack(encoding.as_ptr().cast()) };
+        Ok(encoding)
     }
 }
 
