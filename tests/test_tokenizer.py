@@ -408,7 +408,12 @@ def test_one_text_encodings_made_from_ids_read_as_batch_ones(sample_corpus, temp
     import gc
 
     batch = tok.encode_batch(texts)
-    assert not gc.is_tracked(special) and not any(gc.is_tracked(e) for e in batch)
+    copy = pickle.loads(pickle.dumps(special))
+    assert not any(gc.is_tracked(e) for e in [special, copy, *batch])
+    tok.enable_truncation(8, stride=1)
+    windows = tok.encode(texts[0]).overflowing
+    assert windows and not any(gc.is_tracked(w) for w in windows)
+    tok.no_truncation()
     gc.collect()
     assert special.ids == tok.encode_ids("a<m>b", allowed_special="all") and batch[0].ids == tok.encode_ids(texts[0])
     assert special.type_ids == ([1] + [2] * (len(special) - 3) + [0, 0] if template else [0] * len(special))

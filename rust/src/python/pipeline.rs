@@ -575,12 +575,7 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// An encoding of this pipeline's, as a Python object that the cyclic
-    /// collector does not track. An encoding refers to no Python object
-    /// but its texts (strings) and the model's ints, so it can be in no
-    /// cycle; tracked (PyO3 makes every class a collected one), a batch of
-    /// 200,000 took twice as long to make, and each later collection went
-    /// through all of them.
+    /// An encoding of this pipeline's, as a Python object (`untracked`).
     #[allow(clippy::too_many_arguments)]
     fn wrap<'py>(
         &self,
@@ -598,24 +593,32 @@ impl Pipeline {
             add_special_tokens,
             allowed,
         });
-        let encoding = Bound::new(
-            py,
-            Encoding::new(
-                Some(self.tokenizer.clone()),
-                Some(self.ints.clone()),
-                body,
-                inputs,
-            ),
-        )?;
+        Encoding::new(
+            Some(self.tokenizer.clone()),
+            Some(self.ints.clone()),
+            body,
+            inputs,
+        )
+        .untracked(py)
+    }
+}
+
+impl Encoding {
+    /// The encoding as a Python object that the cyclic collector does not
+    /// track. An encoding refers to no Python object but its texts
+    /// (strings) and the model's ints, so it can be in no cycle; tracked
+    /// (PyO3 makes every class a collected one), a batch of 200,000 took
+    /// twice as long to make, and each later collection went through all
+    /// of them.
+    fn untracked(self, py: Python<'_>) -> PyResult<Bound<'_, Encoding>> {
+        let encoding = Bound::new(py, self)?;
         // SAFETY: a live object of a collected type; untracking one that
         // can be in no cycle only spares the collector (its deallocation
         // untracks only what is tracked).
         unsafe { pyo3::ffi::PyObject_GC_UnTrack(encoding.as_ptr().cast()) };
         Ok(encoding)
     }
-}
 
-impl Encoding {
     fn new(
         tokenizer: Option<Arc<Tokenizer>>,
         ints: Option<Arc<Ints>>,
@@ -890,11 +893,11 @@ impl Encoding {
     }
 
     #[getter]
-    fn overflowing(&self, py: Python<'_>) -> PyResult<Vec<Encoding>> {
+    fn overflowing<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, Encoding>>> {
         let full = self.full(py)?;
-        Ok((0..full.overflowing.len())
-            .map(|i| self.window(full, i))
-            .collect())
+        (0..full.overflowing.len())
+            .map(|i| self.window(full, i).untracked(py))
+            .collect()
     }
 
     /// The index of the token holding character `char` of input
@@ -965,8 +968,8 @@ impl Encoding {
     }
 
     #[staticmethod]
-    fn _restore(state: &Bound<'_, PyDict>) -> PyResult<Encoding> {
-        Encoding::from_state(state)
+    fn _restore<'py>(state: &Bound<'py, PyDict>) -> PyResult<Bound<'py, Encoding>> {
+        Encoding::from_state(state)?.untracked(state.py())
     }
 
     /// Equal to another encoding or a sequence of ids with the same ids.
