@@ -1,6 +1,7 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
-//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines]` (`lines`:
-//! a batch of the lines instead of one call), through the preset pipeline.
+//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces]`
+//! (`lines`: a batch of the lines instead of one call; `pieces`: the
+//! pre-tokenizer alone, counting pieces), through the preset pipeline.
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use polytok::batch;
 use polytok::bpe::BpeModel;
 use polytok::model::Model;
 use polytok::presets::preset_spec;
-use polytok::text::pattern::Pattern;
+use polytok::text::pattern::{Pattern, PreTokenizer};
 use polytok::tokenizer::Tokenizer;
 use polytok::vocab::AllowedSpecial;
 
@@ -33,7 +34,8 @@ fn main() {
     let model = Model::Bpe(Arc::new(model));
     let tokenizer = Tokenizer::new(model.clone(), &preset_spec(&model)).unwrap();
     let none = AllowedSpecial::None;
-    let by_lines = args.get(5).is_some_and(|mode| mode == "lines");
+    let mode = args.get(5).map_or("", String::as_str);
+    let pre_tokenizer = PreTokenizer::new(Pattern::Cl100k).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // Reused, as the Python layer reuses its buffer: a fresh one would time
     // page faults.
@@ -44,7 +46,13 @@ fn main() {
     ids.reserve(text.len() / 2);
     for _ in 0..runs {
         let start = Instant::now();
-        let n_ids: usize = if by_lines {
+        let count: usize = if mode == "pieces" {
+            let mut n_pieces = 0;
+            pre_tokenizer
+                .for_each_piece(text, |_| n_pieces += 1)
+                .unwrap();
+            n_pieces
+        } else if mode == "lines" {
             let batch = batch::encode_batch(&lines, |chunk, runs| {
                 tokenizer.encode_texts(chunk, false, &none, runs)
             })
@@ -59,8 +67,9 @@ fn main() {
         };
         let seconds = start.elapsed().as_secs_f64();
         println!(
-            "{:.1} MB/s ({n_ids} ids)",
-            text.len() as f64 / 1e6 / seconds
+            "{:.1} MB/s ({count} {})",
+            text.len() as f64 / 1e6 / seconds,
+            if mode == "pieces" { "pieces" } else { "ids" }
         );
     }
 }

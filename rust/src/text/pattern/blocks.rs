@@ -418,14 +418,27 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
                     rest = unsafe { bits::scatter(rest, char_starts) };
                 }
                 let end = byte_of(end);
+                // Checking the bounds and the character boundaries of each
+                // slice took a third of the scan's time (the scan alone:
+                // 510-660 -> 850-920 MB/s on English).
+                let piece = |from: usize, to: usize| {
+                    debug_assert!(
+                        text.is_char_boundary(pos + from) && text.is_char_boundary(pos + to)
+                    );
+                    // SAFETY: `rest`'s bits and `end` are starts of
+                    // characters within the window (ASCII bytes, or the
+                    // leads `scatter` maps the characters to), and
+                    // `from < to`: each piece is whole characters of `text`.
+                    unsafe { text.get_unchecked(pos + from..pos + to) }
+                };
                 let mut from = 0;
                 while rest != 0 {
                     let to = rest.trailing_zeros() as usize;
-                    f(&text[pos + from..pos + to]);
+                    f(piece(from, to));
                     from = to;
                     rest &= rest - 1;
                 }
-                f(&text[pos + from..pos + end]);
+                f(piece(from, end));
                 pos += end;
                 misses = misses.saturating_sub(1);
                 continue;
