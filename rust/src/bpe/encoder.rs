@@ -41,6 +41,35 @@ pub(crate) const CACHED_PIECE: usize = 256;
 
 pub(super) const NO_RANK: u32 = u32::MAX;
 
+/// Removes `items[gap]`, moving the items after it one place down (the last
+/// one stays as it was): four 16-byte selects between the array and itself
+/// one item on, with no loop over a variable length and no call.
+#[inline(always)]
+fn close_gap(items: &mut [u32; SHORT_PIECE + 1], gap: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; every load reads `items[4c..4c + 5]`
+    // for c < 4, within its 17 items, and each chunk is loaded before any
+    // store to it (stores go to `items[4c..4c + 4]`, loads of later chunks
+    // start at 4c + 4).
+    unsafe {
+        use std::arch::x86_64::*;
+        const _: () = assert!(SHORT_PIECE == 16);
+        let gap = _mm_set1_epi32(gap as i32);
+        let at = items.as_mut_ptr();
+        for c in 0..4 {
+            let first = 4 * c as i32;
+            let index = _mm_setr_epi32(first, first + 1, first + 2, first + 3);
+            let keep = _mm_cmplt_epi32(index, gap);
+            let here = _mm_loadu_si128(at.add(4 * c) as *const __m128i);
+            let next = _mm_loadu_si128(at.add(4 * c + 1) as *const __m128i);
+            let kept = _mm_or_si128(_mm_and_si128(keep, here), _mm_andnot_si128(keep, next));
+            _mm_storeu_si128(at.add(4 * c) as *mut __m128i, kept);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    items.copy_within(gap + 1.., gap);
+}
+
 /// What a thread keeps between pieces and between calls: the cache of
 /// merged pieces and the merge buffers, for one model at a time. Keeping it
 /// across calls spares the page faults of fresh buffers on every call and
@@ -315,9 +344,15 @@ impl BpeModel {
     /// pair in two small arrays; merge the leftmost lowest pair until none
     /// below `limit` is left (all: `NO_RANK`). Since ids are ranks, a pair's
     /// rank is the id it merges into.
+    ///
+    /// A merge closes the gap it leaves with `close_gap` over the whole
+    /// fixed arrays rather than a `copy_within` of their tails, which
+    /// compiled to two `memmove` calls per merge (first pass, Rust
+    /// harness: 0.99-1.06x on English, 1.06x on the mix).
     pub(super) fn merge_short(&self, piece: &[u8], limit: u32, out: &mut Vec<u32>) {
-        let mut parts = [0u32; SHORT_PIECE];
-        let mut ranks = [NO_RANK; SHORT_PIECE];
+        // One spare entry past the end: `close_gap` reads it.
+        let mut parts = [0u32; SHORT_PIECE + 1];
+        let mut ranks = [NO_RANK; SHORT_PIECE + 1];
         let mut n = piece.len();
         for (part, &b) in parts.iter_mut().zip(piece) {
             *part = self.byte_ids[b as usize];
@@ -338,8 +373,8 @@ impl BpeModel {
                 break;
             }
             parts[at] = best;
-            parts.copy_within(at + 2..n, at + 1);
-            ranks.copy_within(at + 1..n - 1, at);
+            close_gap(&mut parts, at + 1);
+            close_gap(&mut ranks, at);
             n -= 1;
             if at > 0 {
                 ranks[at - 1] = self.pair_rank(parts[at - 1], parts[at]);
