@@ -304,7 +304,7 @@ impl Pipeline {
         let allowed = allowed_special_tokens(allowed_special)?;
         let a = text.to_str()?;
         let tokenizer = &*self.tokenizer;
-        let body = if pair.is_none() && !offsets && tokenizer.ids_direct() {
+        let body = if pair.is_none() && self.keeps_ids_only(offsets) {
             let encode = |t: &str, allowed: &AllowedSpecial, ids: &mut Vec<u32>| {
                 tokenizer.encode_ids_into(t, add_special_tokens, allowed, ids)
             };
@@ -342,7 +342,7 @@ impl Pipeline {
         let texts = input_texts(&inputs)?;
         let tokenizer = &*self.tokenizer;
         let bodies: Vec<Body> =
-            if !offsets && tokenizer.ids_direct() && texts.iter().all(|(_, b)| b.is_none()) {
+            if self.keeps_ids_only(offsets) && texts.iter().all(|(_, b)| b.is_none()) {
                 // As `encode` does for one text: the ids alone.
                 let singles: Vec<&str> = texts.iter().map(|&(a, _)| a).collect();
                 let ids = in_pool(py, || {
@@ -575,6 +575,13 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// Whether an encoding of single texts keeps only their ids (`Body::Ids`)
+    /// and makes its token records when read: when no offsets are asked
+    /// for and the pipeline gives ids straight (no truncation, no padding).
+    fn keeps_ids_only(&self, offsets: bool) -> bool {
+        !offsets && self.tokenizer.ids_direct()
+    }
+
     /// An encoding of this pipeline's, as a Python object (`untracked`).
     #[allow(clippy::too_many_arguments)]
     fn wrap<'py>(
