@@ -106,6 +106,10 @@ def test_other_presets_on_flores(other_pattern, flores):
     for language in sorted(flores)[::5]:
         lines = flores[language]
         assert ours.encode_batch(lines) == reference.encode_ordinary_batch(lines), language
+    # Whole documents: the windows of o200k's block scanner cross lines.
+    for language in ("eng_Latn", "deu_Latn", "zho_Hans", "jpn_Jpan", "arb_Arab", "hin_Deva", "mya_Mymr"):
+        document = "\n".join(flores[language]) + "\n\n  \n"
+        assert ours.encode(document) == reference.encode_ordinary(document), language
 
 
 @settings(max_examples=300, deadline=None)

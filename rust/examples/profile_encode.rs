@@ -1,7 +1,8 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
-//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces]`
+//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces[:PATTERN]]`
 //! (`lines`: a batch of the lines instead of one call; `pieces`: the
-//! pre-tokenizer alone, counting pieces), through the preset pipeline.
+//! pre-tokenizer alone, counting pieces, with cl100k's pattern or the
+//! preset named: `pieces:o200k`), through the preset pipeline.
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,7 +36,8 @@ fn main() {
     let tokenizer = Tokenizer::new(model.clone(), &preset_spec(&model)).unwrap();
     let none = AllowedSpecial::None;
     let mode = args.get(5).map_or("", String::as_str);
-    let pre_tokenizer = PreTokenizer::new(Pattern::Cl100k).unwrap();
+    let (mode, pattern) = mode.split_once(':').unwrap_or((mode, "cl100k"));
+    let pre_tokenizer = PreTokenizer::new(Pattern::parse(pattern).unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // Reused, as the Python layer reuses its buffer: a fresh one would time
     // page faults.

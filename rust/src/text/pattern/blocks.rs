@@ -1,5 +1,6 @@
-//! The cl100k scanner's fast path: piece starts found 64 bytes at a time
-//! with whole-word bit operations instead of one piece at a time.
+//! The fast path of the cl100k and o200k scanners: piece starts found 64
+//! bytes at a time with whole-word bit operations instead of one piece at a
+//! time.
 //!
 //! The scalar scanner (`scanner.rs`) decides each piece with a few
 //! branches on its first characters; on English, pieces average five
@@ -7,9 +8,9 @@
 //! mispredictions cost more than the work. Here a window of up to 64 bytes
 //! is classified into one bitmap per character class (bit `i`: byte `i`;
 //! ASCII by SSE2 compares, 16 bytes at once), and the starts of all its
-//! pieces follow from shifts, ands and one addition per rule of the
-//! pattern (below); the pieces are then read off the bitmap of starts, one
-//! `trailing_zeros` each.
+//! pieces follow from shifts, ands and a few additions (a carry runs
+//! through a run of set bits: `fill`) per rule of the pattern (below); the
+//! pieces are then read off the bitmap of starts, one `trailing_zeros` each.
 //!
 //! Non-ASCII characters are classified one by one (the Unicode tables of
 //! the scalar scanner) on their first byte; then PEXT packs every bitmap
@@ -18,7 +19,7 @@
 //! back to bytes. Without BMI2 a window stops at its first non-ASCII byte.
 //!
 //! A window starts where a piece starts, so that what came before does not
-//! matter (the pattern looks only forward: no alternative looks behind).
+//! matter (the patterns look only forward: no alternative looks behind).
 //! Rules that look past the window (how a run of white space ends, what
 //! follows a run) would need text it has not seen, so only the pieces
 //! before the start of its last run of one class are taken: those depend on
@@ -28,9 +29,9 @@
 //! each such window in a row (up to 4 kB), fewer after one that took
 //! pieces.
 //!
-//! The rules of `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-//! \s*[\r\n]|\s+(?!\S)|\s`, the contraction `'(?i:[sdmt]|ll|ve|re)`
-//! aside (checked byte by byte, it is rare), as piece starts:
+//! cl100k, `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//! \s*[\r\n]|\s+(?!\S)|\s`, the contraction `'(?i:[sdmt]|ll|ve|re)` aside
+//! (checked byte by byte, it is rare), as piece starts:
 //!
 //! - a run of other characters (`O`) starts a piece, unless a space
 //!   precedes it: the space's piece ` ?O+` takes it. Its piece takes the
@@ -46,9 +47,33 @@
 //!   spaces (no line break) follow to the end of the run (`\s*[\r\n]` ends
 //!   at the last line break).
 //!
+//! o200k (`o200k_starts`) differs in four ways; its digits and white space
+//! are cl100k's (`\s*[\r\n]+` ends where `\s*[\r\n]` does):
+//!
+//! - words are `[U]*[W]+` or `[U]+[W]*` with `U` = `[\p{Lu}\p{Lt}\p{Lm}
+//!   \p{Lo}\p{M}]`, `W` = `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`, so a run of letters
+//!   and marks (`\p{M}`) splits by case: before an upper-case letter
+//!   (`Lu`, `Lt`) that follows a lower-case one (`Ll`) with only letters of
+//!   no case (`Lm`, `Lo`) or marks between; and, by backtracking, before
+//!   the upper-case letters that end a run when a caseless character
+//!   precedes them (`[U]*` gives back to the last caseless one).
+//! - marks are letters there but other characters (`O`) for
+//!   ` ?[^\s\p{L}\p{N}]+`: an `O` run of two or more (or after a space)
+//!   takes the marks within and after it; a single `O` before a mark is the
+//!   prefix of a word that starts with the mark.
+//! - the contraction (`(?i:'s|'t|...)?`) ends a word: no piece starts at
+//!   its apostrophe, one starts after it.
+//! - the `O` run takes `[\r\n/]*` after it, where a `/` taken after a line
+//!   break starts nothing; whether a run's piece takes line breaks depends
+//!   on the runs before it, so the two are computed to a fixed point, one
+//!   round unless a `/` follows a line break.
+//!
 //! Tested against the scalar scanner and the regex engine in `tests.rs`.
 
-use super::scanner::{cl100k_piece_at, class_at, two_byte_classes, LETTER, NUMBER, SPACE};
+use super::scanner::{
+    cl100k_piece_at, class_at, o200k_piece_at, two_byte_classes, LETTER, LOWERISH, NUMBER, SPACE,
+    UPPERISH,
+};
 
 /// Per-class bitmaps of a window: bit `i` is byte `i` (or, once
 /// `in_chars`, character `i`) of the window's first `valid.count_ones()`.
@@ -64,6 +89,13 @@ struct Classes {
     newline: u64,
     space: u64,
     apostrophe: u64,
+    /// o200k only (`Rules::CASES`): letters of upper case (`Lu`, `Lt`), of lower
+    /// case (`Ll`), marks (`\p{M}`), and `/`. Letters of neither case
+    /// (`Lm`, `Lo`) are `letter` alone.
+    upper: u64,
+    lower: u64,
+    mark: u64,
+    slash: u64,
     /// The bytes (characters) of the window.
     valid: u64,
     /// Bytes of non-ASCII characters, and those of them that continue one.
@@ -78,15 +110,15 @@ impl Classes {
     }
 
     /// The classes of `bytes[..64]` (or fewer), non-ASCII characters
-    /// unclassified.
-    fn of(bytes: &[u8]) -> Classes {
+    /// unclassified; the o200k ones only if `R::CASES`.
+    fn of<R: Rules>(bytes: &[u8]) -> Classes {
         let bytes = &bytes[..bytes.len().min(64)];
         #[cfg(target_arch = "x86_64")]
         if bytes.len() == 64 {
             // SAFETY: SSE2 is part of x86-64; the slice holds 64 bytes.
-            return unsafe { classify_sse2(bytes) };
+            return unsafe { classify_sse2::<R>(bytes) };
         }
-        classify_bytes(bytes)
+        classify_bytes::<R>(bytes)
     }
 
     /// Keeps only the window's bytes before its first non-ASCII one.
@@ -97,8 +129,8 @@ impl Classes {
         }
     }
 
-    /// The class bitmaps, `valid` aside.
-    fn classes_mut(&mut self) -> [&mut u64; 6] {
+    /// The class bitmaps, `valid` aside (the o200k ones last).
+    fn classes_mut(&mut self) -> [&mut u64; 10] {
         [
             &mut self.letter,
             &mut self.digit,
@@ -106,6 +138,10 @@ impl Classes {
             &mut self.newline,
             &mut self.space,
             &mut self.apostrophe,
+            &mut self.upper,
+            &mut self.lower,
+            &mut self.mark,
+            &mut self.slash,
         ]
     }
 
@@ -122,7 +158,7 @@ impl Classes {
     /// unchanged. Returns the first byte of each character, the map back;
     /// `None` (and the window cut before its first non-ASCII byte) where
     /// the CPU has no PEXT/PDEP.
-    fn in_chars(&mut self, text: &str, pos: usize) -> Option<u64> {
+    fn in_chars<R: Rules>(&mut self, text: &str, pos: usize) -> Option<u64> {
         if !bmi2() {
             self.ascii_prefix();
             return None;
@@ -149,11 +185,19 @@ impl Classes {
             self.letter |= ((class & LETTER != 0) as u64) << at;
             self.digit |= ((class & NUMBER != 0) as u64) << at;
             self.white |= ((class & SPACE != 0) as u64) << at;
+            if R::CASES {
+                let case = class & (LETTER | UPPERISH | LOWERISH);
+                self.upper |= ((case == LETTER | UPPERISH) as u64) << at;
+                self.lower |= ((case == LETTER | LOWERISH) as u64) << at;
+                self.mark |= ((case == UPPERISH | LOWERISH) as u64) << at;
+            }
             leads &= leads - 1;
         }
         let starts = self.valid & !self.continuing;
+        // The o200k bitmaps are all zero for cl100k.
+        let used = if R::CASES { 10 } else { 6 };
         // SAFETY (every `gather`): `bmi2()` holds.
-        for class in self.classes_mut() {
+        for class in self.classes_mut().into_iter().take(used) {
             *class = unsafe { bits::gather(*class, starts) };
         }
         self.valid = unsafe { bits::gather(self.valid, starts) };
@@ -212,7 +256,7 @@ mod bits {
 }
 
 /// The classes byte by byte (short windows, and other architectures).
-fn classify_bytes(bytes: &[u8]) -> Classes {
+fn classify_bytes<R: Rules>(bytes: &[u8]) -> Classes {
     let mut c = Classes::default();
     for (i, &b) in bytes.iter().enumerate() {
         let bit = 1u64 << i;
@@ -224,6 +268,11 @@ fn classify_bytes(bytes: &[u8]) -> Classes {
             }
         } else if b.is_ascii_alphabetic() {
             c.letter |= bit;
+            if R::CASES && b.is_ascii_uppercase() {
+                c.upper |= bit;
+            } else if R::CASES {
+                c.lower |= bit;
+            }
         } else if b.is_ascii_digit() {
             c.digit |= bit;
         } else if matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
@@ -236,6 +285,8 @@ fn classify_bytes(bytes: &[u8]) -> Classes {
             }
         } else if b == b'\'' {
             c.apostrophe |= bit;
+        } else if R::CASES && b == b'/' {
+            c.slash |= bit;
         }
     }
     c
@@ -244,7 +295,7 @@ fn classify_bytes(bytes: &[u8]) -> Classes {
 /// `classify_bytes` on 64 bytes, 16 at a time with SSE2 compares.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
-unsafe fn classify_sse2(bytes: &[u8]) -> Classes {
+unsafe fn classify_sse2<R: Rules>(bytes: &[u8]) -> Classes {
     use std::arch::x86_64::*;
     debug_assert_eq!(bytes.len(), 64);
     let splat = |b: u8| _mm_set1_epi8(b as i8);
@@ -267,7 +318,16 @@ unsafe fn classify_sse2(bytes: &[u8]) -> Classes {
         c.high |= mask(v) << at;
         // 0x80..=0xBF: below -64 as signed bytes.
         c.continuing |= mask(_mm_cmplt_epi8(v, splat(0xC0))) << at;
-        c.letter |= mask(within(_mm_or_si128(v, splat(0x20)), b'a', b'z')) << at;
+        if R::CASES {
+            let upper = mask(within(v, b'A', b'Z'));
+            let lower = mask(within(v, b'a', b'z'));
+            c.upper |= upper << at;
+            c.lower |= lower << at;
+            c.letter |= (upper | lower) << at;
+            c.slash |= mask(_mm_cmpeq_epi8(v, splat(b'/'))) << at;
+        } else {
+            c.letter |= mask(within(_mm_or_si128(v, splat(0x20)), b'a', b'z')) << at;
+        }
         c.digit |= mask(within(v, b'0', b'9')) << at;
         let space = _mm_cmpeq_epi8(v, splat(b' '));
         c.space |= mask(space) << at;
@@ -295,23 +355,24 @@ fn after(x: u64) -> u64 {
     x >> 1
 }
 
-/// The piece starts of a window that starts a piece (bit 0 is set), all
-/// of them correct before the start of the window's last run of one class.
-/// `contraction`: the characters of the contraction at an apostrophe (by
-/// its index), if one is there.
-fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
-    let other = c.other();
+/// The bits of `mask` reached from a bit of `seeds` (which are bits of
+/// `mask`) going up through set bits of `mask`: from each seed to the end
+/// of its run. A carry runs up a run of ones and stops past it; a second
+/// seed in the same run leaves its own bit set, hence `| seeds`.
+#[inline(always)]
+fn fill(mask: u64, seeds: u64) -> u64 {
+    (mask & !mask.wrapping_add(seeds)) | seeds
+}
+
+/// The starts of white space pieces (and of the digits' pieces of three),
+/// shared by cl100k and o200k: `taken` are the line breaks that an `O`
+/// run's piece takes.
+fn white_and_digit_starts(c: &Classes, taken: u64) -> u64 {
     let blank = c.white & !c.newline;
-    // Runs of other characters, and the line breaks each one's piece takes.
-    let other_runs = other & !before(other);
-    let other_starts = other_runs & !before(c.space);
-    let other_ends = other & !after(other);
-    let taken = c.newline & !c.newline.wrapping_add(before(other_ends) & c.newline);
-    // White space left to its own pieces.
     let white = c.white & !taken;
     let white_starts = white & !before(white);
     let last_white = c.white & !after(c.white) & blank;
-    let mut starts = other_starts | white_starts | last_white;
+    let mut starts = white_starts | last_white;
     // After the last line break of a run, if blanks alone follow to a
     // character that is not white space.
     let mut after_breaks = blank & before(c.newline & white);
@@ -323,10 +384,6 @@ fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u
         }
         after_breaks &= after_breaks - 1;
     }
-    // Letters, unless the character before starts their piece.
-    let letter_runs = c.letter & !before(c.letter);
-    let prefixes = blank | (other_starts & other_ends);
-    starts |= letter_runs & !before(prefixes);
     // Digits, in threes.
     let digit_runs = c.digit & !before(c.digit);
     starts |= digit_runs;
@@ -339,6 +396,26 @@ fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u
         }
         starts |= group;
     }
+    starts
+}
+
+/// The piece starts of a window that starts a piece (bit 0 is set), all
+/// of them correct before the start of the window's last run of one class.
+/// `contraction`: the characters of the contraction at an apostrophe (by
+/// its index), if one is there.
+fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
+    let other = c.other();
+    let blank = c.white & !c.newline;
+    // Runs of other characters, and the line breaks each one's piece takes.
+    let other_runs = other & !before(other);
+    let other_starts = other_runs & !before(c.space);
+    let other_ends = other & !after(other);
+    let taken = fill(c.newline, before(other_ends) & c.newline);
+    let mut starts = other_starts | white_and_digit_starts(c, taken);
+    // Letters, unless the character before starts their piece.
+    let letter_runs = c.letter & !before(c.letter);
+    let prefixes = blank | (other_starts & other_ends);
+    starts |= letter_runs & !before(prefixes);
     // Contractions: an apostrophe that starts a piece, before a letter.
     let mut apostrophes = c.apostrophe & other_starts & after(c.letter);
     while apostrophes != 0 {
@@ -349,6 +426,73 @@ fn cl100k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u
             }
         }
         apostrophes &= apostrophes - 1;
+    }
+    starts
+}
+
+/// `cl100k_starts` for o200k's pattern (the module's notes give its rules).
+fn o200k_starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
+    let other = c.other(); // marks included
+    let pure = other & !c.mark;
+    let breaks = c.newline | c.slash;
+    // `covered`: the characters of `O` runs whose piece is ` ?O+[\r\n/]*`
+    // (from two `O` in a row, or one after a space, to the run's end);
+    // `taken`: the `[\r\n/]*` after such a piece (or after a single `O`,
+    // as a line break follows no word). A `/` taken is no `O` of its own:
+    // the rounds go on until the `/` taken stay the same.
+    let mut taken = 0;
+    let (covered, pairs) = loop {
+        let other = other & !taken;
+        let pure = pure & !taken;
+        let pairs = pure & after(pure);
+        let covered = fill(other, pairs | (pure & before(c.space)));
+        let piece_ends = other & !after(other) & (pure | covered);
+        let now_taken = fill(breaks, before(piece_ends) & c.newline);
+        let settled = (now_taken ^ taken) & c.slash == 0;
+        taken = now_taken;
+        if settled {
+            break (covered, pairs);
+        }
+    };
+    // Contractions, after a word (letters or a mark not covered), in order:
+    // the letters of one are not a word that another could follow.
+    let words = (c.letter | c.mark) & !covered;
+    let mut contractions = 0u64;
+    let mut apostrophes = c.apostrophe & !covered & before(words);
+    while apostrophes != 0 {
+        let at = apostrophes.trailing_zeros() as usize;
+        if contractions >> (at - 1) & 1 == 0 {
+            if let Some(len) = contraction(at) {
+                contractions |= (u64::MAX >> (64 - len)) << at;
+            }
+        }
+        apostrophes &= apostrophes - 1;
+    }
+    let words = words & !contractions;
+    // A single `O` that starts its piece: alone, or the prefix of a word.
+    let single = pure & !taken & !covered & !contractions;
+    let mut starts = single
+        | (pairs & !before(covered | c.space))
+        | (before(contractions) & !contractions)
+        | white_and_digit_starts(c, taken);
+    let prefixes = (c.white & !c.newline) | single;
+    starts |= words & !before(words) & !before(prefixes);
+    // Case: an upper-case letter after a lower-case one, caseless ones
+    // between (the carry runs from the lower-case letter through them).
+    let upper = c.upper & words;
+    let caseless = words & !c.upper & !c.lower;
+    let after_lower = ((c.lower & words) << 1).wrapping_add(caseless) & !caseless;
+    starts |= upper & after_lower;
+    // The upper-case letters that end a word, after a caseless one.
+    let after_caseless = upper & before(caseless);
+    if after_caseless != 0 {
+        let mut word_ends = upper.wrapping_add(after_caseless) & !upper & !words & c.valid;
+        while word_ends != 0 {
+            let end = word_ends.trailing_zeros();
+            let upper_run = (!(upper << (64 - end))).leading_zeros();
+            starts |= 1 << (end - upper_run);
+            word_ends &= word_ends - 1;
+        }
     }
     starts
 }
@@ -368,19 +512,69 @@ fn contraction_len(rest: &[u8]) -> Option<usize> {
     }
 }
 
+/// What differs between the patterns of the block scanner.
+trait Rules {
+    /// Whether the rules need the o200k bitmaps (`Classes::upper`...).
+    const CASES: bool;
+    /// The piece starts of a window (`cl100k_starts`).
+    fn starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64;
+    /// The classes whose runs `sure_end` looks at: one for each character.
+    fn classes(c: &Classes) -> [u64; 4];
+    /// The end of the piece from byte `pos` of `text`, by the scalar scanner.
+    fn piece_at(text: &str, pos: usize) -> usize;
+}
+
+struct Cl100k;
+
+impl Rules for Cl100k {
+    const CASES: bool = false;
+
+    fn starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
+        cl100k_starts(c, contraction)
+    }
+
+    fn classes(c: &Classes) -> [u64; 4] {
+        [c.letter, c.digit, c.white, c.other()]
+    }
+
+    fn piece_at(text: &str, pos: usize) -> usize {
+        cl100k_piece_at(text, pos)
+    }
+}
+
+struct O200k;
+
+impl Rules for O200k {
+    const CASES: bool = true;
+
+    fn starts(c: &Classes, contraction: impl Fn(usize) -> Option<usize>) -> u64 {
+        o200k_starts(c, contraction)
+    }
+
+    /// Marks with the letters: where a mark's piece is an `O` run's, the
+    /// run's start comes before it.
+    fn classes(c: &Classes) -> [u64; 4] {
+        [c.letter | c.mark, c.digit, c.white, c.other() & !c.mark]
+    }
+
+    fn piece_at(text: &str, pos: usize) -> usize {
+        o200k_piece_at(text, pos)
+    }
+}
+
 /// The end of the pieces of a window that are sure: the last start at or
-/// before the start of the window's last run of one class (letters,
-/// digits, white space, other). 0 when there is none past the first.
-fn sure_end(c: &Classes, starts: u64) -> usize {
+/// before the start of the window's last run of one of `classes`. 0 when
+/// there is none past the first.
+fn sure_end(c: &Classes, classes: [u64; 4], starts: u64) -> usize {
     let len = c.valid.count_ones();
     if len < 2 {
         return 0;
     }
     let last = len - 1;
-    let class = [c.letter, c.digit, c.white, c.other()]
+    let class = classes
         .into_iter()
         .find(|class| class >> last & 1 == 1)
-        .expect("an ASCII byte has a class");
+        .expect("a character has a class");
     // The run of `class` that ends the window, from its start.
     let run_len = (!(class << (63 - last))).leading_zeros();
     let run_start = len - run_len;
@@ -389,7 +583,17 @@ fn sure_end(c: &Classes, starts: u64) -> usize {
 }
 
 /// Calls `f` with each piece of `text` under cl100k's pattern.
-pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+pub(super) fn cl100k_pieces<'t>(text: &'t str, f: impl FnMut(&'t str)) {
+    pieces::<Cl100k>(text, f)
+}
+
+/// Calls `f` with each piece of `text` under o200k's pattern.
+pub(super) fn o200k_pieces<'t>(text: &'t str, f: impl FnMut(&'t str)) {
+    pieces::<O200k>(text, f)
+}
+
+/// Calls `f` with each piece of `text` under the pattern of `R`.
+fn pieces<'t, R: Rules>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
     let mut pos = 0;
     // The scalar scanner's turn runs to here: past the character that
@@ -400,18 +604,18 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     while pos < bytes.len() {
         if pos >= scalar_until {
             let window = &bytes[pos..];
-            let mut classes = Classes::of(window);
+            let mut classes = Classes::of::<R>(window);
             let chars = match classes.high {
                 0 => None,
-                _ => classes.in_chars(text, pos),
+                _ => classes.in_chars::<R>(text, pos),
             };
             // SAFETY (both `scatter`s): `chars` is only `Some` where `bmi2()`.
             let byte_of = |at: usize| match chars {
                 Some(starts) => unsafe { bits::scatter(1 << at, starts) }.trailing_zeros() as usize,
                 None => at,
             };
-            let starts = cl100k_starts(&classes, |at| contraction_len(&window[byte_of(at) + 1..]));
-            let end = sure_end(&classes, starts);
+            let starts = R::starts(&classes, |at| contraction_len(&window[byte_of(at) + 1..]));
+            let end = sure_end(&classes, R::classes(&classes), starts);
             if end > 0 {
                 let mut rest = starts & ((1u64 << end) - 1) & !1;
                 if let Some(char_starts) = chars {
@@ -446,7 +650,7 @@ pub(super) fn cl100k_pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             scalar_until = pos + (8 << misses);
             misses = (misses + 1).min(MAX_MISSES);
         }
-        let end = cl100k_piece_at(text, pos);
+        let end = R::piece_at(text, pos);
         f(&text[pos..end]);
         pos = end;
     }

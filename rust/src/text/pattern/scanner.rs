@@ -27,8 +27,8 @@ pub enum Preset {
 pub(super) const LETTER: u8 = 1; // \p{L}
 pub(super) const NUMBER: u8 = 2; // \p{N}
 pub(super) const SPACE: u8 = 4; // \s (Unicode White_Space)
-const UPPERISH: u8 = 8; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
-const LOWERISH: u8 = 16; // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
+pub(super) const UPPERISH: u8 = 8; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
+pub(super) const LOWERISH: u8 = 16; // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
 const NEWLINE: u8 = 32; // \r or \n
 
 /// A two-level table from code point to class bits: 256-entry blocks,
@@ -106,6 +106,13 @@ struct Text<'t> {
 }
 
 impl<'t> Text<'t> {
+    fn new(text: &'t str) -> Self {
+        Text {
+            text,
+            table: table(),
+        }
+    }
+
     /// The character at byte `pos` with its class bits and its length, or
     /// `None` at the end.
     #[inline(always)]
@@ -283,12 +290,12 @@ fn is_other(class: u8) -> bool {
 }
 
 /// Calls `f` with each piece of `text` under the preset's pattern
-/// (cl100k's through the block scanner of `blocks.rs`).
+/// (cl100k's and o200k's through the block scanner of `blocks.rs`).
 pub fn for_each_piece<'t>(preset: Preset, text: &'t str, f: impl FnMut(&'t str)) {
     match preset {
         Preset::Gpt2 => each_piece(text, f, gpt2_piece),
         Preset::Cl100k => super::blocks::cl100k_pieces(text, f),
-        Preset::O200k => each_piece(text, f, o200k_piece),
+        Preset::O200k => super::blocks::o200k_pieces(text, f),
     }
 }
 
@@ -300,10 +307,7 @@ fn each_piece<'t>(
     mut f: impl FnMut(&'t str),
     piece: impl Fn(&Text, usize) -> usize,
 ) {
-    let cursor = Text {
-        text,
-        table: table(),
-    };
+    let cursor = Text::new(text);
     let mut pos = 0;
     while pos < text.len() {
         let end = piece(&cursor, pos);
@@ -324,10 +328,7 @@ fn each_piece<'t>(
 /// match there as they do in the whole text. Linear in the text: text with
 /// no such place (all Han, say) is scanned once and not cut.
 pub fn cuts(text: &str, every: usize) -> Vec<usize> {
-    let cursor = Text {
-        text,
-        table: table(),
-    };
+    let cursor = Text::new(text);
     let mut cuts = Vec::new();
     let mut pos = every.max(1);
     let mut letter_before = false;
@@ -359,11 +360,7 @@ pub fn cuts(text: &str, every: usize) -> Vec<usize> {
 /// The class bits (`LETTER`, `NUMBER`, `SPACE`, ...) of the character at
 /// byte `pos` of `text`.
 pub(super) fn class_at(text: &str, pos: usize) -> u8 {
-    let cursor = Text {
-        text,
-        table: table(),
-    };
-    cursor.class(pos)
+    Text::new(text).class(pos)
 }
 
 /// The class bits of the code points below U+0800 (the characters of two
@@ -379,11 +376,12 @@ pub(super) fn two_byte_classes() -> &'static [u8; 0x800] {
 
 /// The end of the cl100k piece that starts at byte `pos` of `text`.
 pub(super) fn cl100k_piece_at(text: &str, pos: usize) -> usize {
-    let cursor = Text {
-        text,
-        table: table(),
-    };
-    cl100k_piece(&cursor, pos)
+    cl100k_piece(&Text::new(text), pos)
+}
+
+/// The end of the o200k piece that starts at byte `pos` of `text`.
+pub(super) fn o200k_piece_at(text: &str, pos: usize) -> usize {
+    o200k_piece(&Text::new(text), pos)
 }
 
 /// A contraction at `pos` (which holds an apostrophe): `'s 't 'm 'd 'll 've

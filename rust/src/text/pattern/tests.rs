@@ -162,54 +162,103 @@ fn cuts_are_apart_and_on_characters() {
 }
 
 #[test]
-fn the_cl100k_block_scanner_splits_as_the_scalar_one_and_the_regex_engine() {
-    compare_the_cl100k_block_scanner(20_000);
+fn the_block_scanners_split_as_the_scalar_ones_and_the_regex_engine() {
+    compare_the_block_scanners(20_000);
 }
 
 #[test]
-fn the_cl100k_block_scanner_splits_the_same_without_bmi2() {
+fn the_block_scanners_split_the_same_without_bmi2() {
     // CPUs without PEXT/PDEP cut each window at its first non-ASCII byte.
     super::blocks::WITHOUT_BMI2.set(true);
-    compare_the_cl100k_block_scanner(5_000);
+    compare_the_block_scanners(5_000);
     super::blocks::WITHOUT_BMI2.set(false);
 }
 
-/// The block scanner against the scalar one and the regex engine, on
-/// `rounds` random texts.
-fn compare_the_cl100k_block_scanner(rounds: usize) {
+/// The block scanners (cl100k, o200k) against the scalar ones and the
+/// regex engine, on `rounds` random texts each.
+fn compare_the_block_scanners(rounds: usize) {
     // Long text, so that windows of 64 bytes fill and their runs cross
     // from one window to the next: every rule of `blocks.rs` (contractions,
-    // prefixes, runs of white space with line breaks, digits in threes)
-    // next to each other, in ASCII text and with non-ASCII characters of
-    // every class (the rules then count characters, not bytes).
-    const PARTS: &[&str] = &[
+    // prefixes, runs of white space with line breaks, digits in threes,
+    // o200k's cases, marks and `/`) next to each other, in ASCII text and
+    // with non-ASCII characters of every class (the rules then count
+    // characters, not bytes).
+    const ASCII: &[&str] = &[
         "a", "b", "Z", "s", "t", "l", "v", "e", "r", "d", "m", "S", "L", "L", "E", "'", "'", "0",
         "7", "1", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", ".", ",",
-        "!", "-", "(", "\"", "$", "_", "é", "ſ", "中", "\u{a0}", "\u{2028}", "😀", "word", " word",
-        "٣", "½", "\u{301}", "’", "\u{85}", "Я", "\u{3000}", "'ſ", " été", "٣٣٣٣", "'s", "'ll",
-        "'Ve", "'re", "'d", "'m", "'T", "12345", "\n\n", " \n ", "...", "\n  ",
+        "!", "-", "(", "\"", "$", "_", "/", "/", "\n/", "//", "Ab", "AB", "aB", "word", " word",
+        "'s", "'ll", "'Ve", "'re", "'d", "'m", "'T", "12345", "\n\n", " \n ", "...", "\n  ",
     ];
-    let (fast, reference) = (
-        PreTokenizer::new(Pattern::Cl100k).unwrap(),
-        PreTokenizer::automaton(Pattern::Cl100k).unwrap(),
-    );
+    const OTHERS: &[&str] = &[
+        "é",
+        "ſ",
+        "中",
+        "\u{a0}",
+        "\u{2028}",
+        "😀",
+        "٣",
+        "½",
+        "\u{301}",
+        "\u{308}",
+        "\u{93f}",
+        "’",
+        "\u{85}",
+        "Я",
+        "я",
+        "\u{3000}",
+        "'ſ",
+        " été",
+        "٣٣٣٣",
+        "ʰ",
+        "ǅ",
+        "ア",
+        "ー",
+        "Ω",
+        "ω",
+        "\u{301}\u{301}",
+        "e\u{301}",
+        ".\u{301}",
+        "ʰA",
+        "中B",
+        "\u{301}A",
+    ];
+    let parts: Vec<&str> = ASCII.iter().chain(OTHERS).copied().collect();
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
-    for round in 0..rounds {
-        let len = 1 + (rng.next() % 200) as usize;
-        // Some texts ASCII only, so that no window is cut short.
-        let parts = if round % 2 == 0 { 39 } else { PARTS.len() };
-        let text: String = (0..len)
-            .map(|_| PARTS[(rng.next() % parts as u64) as usize])
-            .collect();
-        let mut scalar = Vec::new();
-        let mut pos = 0;
-        while pos < text.len() {
-            let end = super::scanner::cl100k_piece_at(&text, pos);
-            scalar.push(&text[pos..end]);
-            pos = end;
+    for (pattern, piece_at) in [
+        (
+            Pattern::Cl100k,
+            super::scanner::cl100k_piece_at as fn(&str, usize) -> usize,
+        ),
+        (Pattern::O200k, super::scanner::o200k_piece_at),
+    ] {
+        let fast = PreTokenizer::new(pattern.clone()).unwrap();
+        let reference = PreTokenizer::automaton(pattern).unwrap();
+        for round in 0..rounds {
+            let len = 1 + (rng.next() % 200) as usize;
+            // Some texts ASCII only, so that no window is cut short.
+            let choices = if round % 2 == 0 {
+                ASCII.len()
+            } else {
+                parts.len()
+            };
+            let text: String = (0..len)
+                .map(|_| parts[(rng.next() % choices as u64) as usize])
+                .collect();
+            let mut scalar = Vec::new();
+            let mut pos = 0;
+            while pos < text.len() {
+                let end = piece_at(&text, pos);
+                scalar.push(&text[pos..end]);
+                pos = end;
+            }
+            let pieces = fast.split(&text).unwrap();
+            let spec = fast.pattern().spec();
+            assert_eq!(pieces, scalar, "{spec} on {text:?}");
+            assert_eq!(
+                pieces,
+                reference.split(&text).unwrap(),
+                "{spec} on {text:?}"
+            );
         }
-        let pieces = fast.split(&text).unwrap();
-        assert_eq!(pieces, scalar, "{text:?}");
-        assert_eq!(pieces, reference.split(&text).unwrap(), "{text:?}");
     }
 }
