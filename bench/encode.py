@@ -3,6 +3,12 @@ riptoken, tokie and Hugging Face tokenizers.
 
     python bench/encode.py            # full run (10 MB English, all of bench/multi/)
     python bench/encode.py --quick    # small, fast run
+    python bench/encode.py --pattern o200k   # cl100k's ranks, o200k's pattern
+
+``--pattern o200k`` times o200k's pre-tokenization pattern (word splits by
+case, contractions after words, ``[\r\n/]*``) with cl100k's ranks, the
+only ones available offline: every library gets the same ranks and
+tiktoken's published o200k pattern (fastokens its o200k scanner).
 
 Inputs: the first ``--en-mb`` MB of ``en_100MB.txt`` (cut at a line end) and
 the multilingual mix (the first ``--multi-mb`` MB of each ``multi/<lang>.txt``,
@@ -233,7 +239,7 @@ def describe_inputs(args) -> str:
 # -------------------------------------------------------------- child phase
 
 
-def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
+def load_encoders(libs, phase: str, enc, ranks_path: str, pattern: str) -> dict:
     """``{name: function}``: one document -> ids (single) or a list of
     documents -> list of ids (batch)."""
     funcs = {}
@@ -244,7 +250,7 @@ def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
                 enc.encode_ordinary if single else (lambda docs: enc.encode_ordinary_batch(docs, num_threads=BATCH_THREADS))
             )
         elif name == "polytok":
-            tok = _data.polytok_cl100k(enc, ranks_path)
+            tok = _data.polytok_cl100k(enc, ranks_path, pattern)
             funcs[name] = tok.encode_ids if single else tok.encode_batch_ids
         elif name == "riptoken":
             import riptoken
@@ -254,9 +260,12 @@ def load_encoders(libs, phase: str, enc, ranks_path: str) -> dict:
         elif name == "fastokens":
             import fastokens
 
-            # Its cl100k preset: the pattern's hand-written scanner (given as
-            # a regex, fastokens runs PCRE2 and is about 3x slower).
-            ft = fastokens.Tokenizer.from_tiktoken(ranks_path, encoding="cl100k_base")
+            # Its preset: the pattern's hand-written scanner (given as a
+            # regex, fastokens runs PCRE2 and is about 3x slower); cl100k's
+            # special tokens, as o200k's are past the cl100k ranks.
+            ft = fastokens.Tokenizer.from_tiktoken(
+                ranks_path, encoding=f"{pattern}_base", special_tokens=enc._special_tokens
+            )
             if single:
                 funcs[name] = lambda doc, ft=ft: ft.encode(doc).ids
             else:
@@ -301,9 +310,9 @@ def run_phase(args) -> None:
         # One core for everyone: tokie spawns helper threads for long texts
         # whatever RAYON_NUM_THREADS says; pinned, they share the same core.
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    enc, ranks_path = _data.tiktoken_cl100k()
+    enc, ranks_path = _data.tiktoken_cl100k(args.pattern)
     docs, labels = input_docs(args, args.input, args.phase)
-    encoders = load_encoders(args.libs, args.phase, enc, ranks_path)
+    encoders = load_encoders(args.libs, args.phase, enc, ranks_path, args.pattern)
     if args.phase == "single":
         calls = {name: (lambda ds, f=f: [f(d) for d in ds]) for name, f in encoders.items()}
     else:
@@ -438,6 +447,7 @@ def cpu_wall(res: dict, name: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     _data.add_encode_options(ap, LIBS)
+    ap.add_argument("--pattern", choices=("cl100k", "o200k"), default="cl100k", help="pre-tokenization pattern (ranks: cl100k's)")
     args = ap.parse_args()
     _data.finish_encode_options(args, "tiktoken")
 
@@ -447,8 +457,9 @@ def main() -> None:
 
     _data.data_dir()  # skip early if the corpus is absent; unpack once
     libs = available(args.libs)
-    enc, ranks_path = _data.tiktoken_cl100k()
-    print(f"cl100k encoding benchmark — {_data.machine_note()}")
+    enc, ranks_path = _data.tiktoken_cl100k(args.pattern)
+    what = "cl100k" if args.pattern == "cl100k" else "cl100k ranks, o200k pattern:"
+    print(f"{what} encoding benchmark — {_data.machine_note()}")
     print(f"versions: {versions(libs)}")
     print(f"inputs: {describe_inputs(args)}")
     print(
@@ -463,7 +474,7 @@ def main() -> None:
             hf_check(args, enc, ranks_path),
         )
 
-    results = {key: merge_rounds(rounds) for key, rounds in _data.encode_rounds(__file__, args, libs, "encode").items()}
+    results = {key: merge_rounds(rounds) for key, rounds in _data.encode_rounds(__file__, args, libs, "encode", [f"--pattern={args.pattern}"]).items()}
 
     builds = {b for r in results.values() for b in r["polytok"]}
     if len(builds) > 1:
@@ -535,7 +546,7 @@ def main() -> None:
     print("Markdown summary (MB/s, × tiktoken in the same round):\n")
     headers = ["library", "en, 1 thread", "multi, 1 thread", f"en, batch {BATCH_THREADS} threads", f"multi, batch {BATCH_THREADS} threads"]
     _data.print_table(
-        f"cl100k encode, first pass over the text, MB/s (× tiktoken) — {describe_inputs(args)}; median of {args.runs} rounds",
+        f"{what} encode, first pass over the text, MB/s (× tiktoken) — {describe_inputs(args)}; median of {args.runs} rounds",
         headers + ["exact vs tiktoken"],
         summary,
         markdown=True,
