@@ -205,12 +205,13 @@ fn random_seed() -> [u64; 2] {
 
 /// The short pieces a thread has merged, with their ids (up to `MEMO_IDS`):
 /// a two-way set-associative cache, lossy, that grows with use from 64 KB to
-/// `MEMO_MAX_LINES` lines (16 MB). That holds the distinct merged pieces of
-/// about 10 MB of text with few losses (84,000 of English, 110,000 of the
-/// multilingual mix, against 524,288 slots): at 4 MB, a line of two often
-/// had three pieces to keep, and a second pass over the same text spent a
-/// fifth of its time merging again (1.18x English and 1.26x the mix on that
-/// second pass at 16 MB; the first pass is 2-4% slower).
+/// `MEMO_MAX_LINES` lines (32 MB). 10 MB of English has 84,000 distinct
+/// merged pieces; the whole multilingual mix (30 MB, ten languages) 223,000
+/// of up to three ids. At 4 MB, a line of two often had three pieces to
+/// keep, and a second pass over 10 MB spent a fifth of its time merging
+/// again (1.18x English on that second pass at 16 MB). At 16 MB a second
+/// pass over the whole mix still merged 46,000 pieces again; at 32 MB
+/// 15,000 (64 MB: 4,200), about 8% of the pass.
 #[derive(Default)]
 pub(crate) struct PieceMemo {
     lines: Vec<MemoLine>,
@@ -220,7 +221,7 @@ pub(crate) struct PieceMemo {
 
 const MEMO_IDS: usize = 3;
 const MEMO_MIN_LINES: usize = 1 << 10;
-const MEMO_MAX_LINES: usize = 1 << 18;
+const MEMO_MAX_LINES: usize = 1 << 19;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
@@ -471,7 +472,9 @@ mod tests {
         for (i, &key) in keys.iter().enumerate() {
             memo.store(key, key.hash(seed), seed, &[i as u32]);
         }
-        assert_eq!(memo.lines.len(), MEMO_MAX_LINES);
+        // Grown from 1,024 lines four times (growing once more takes twice
+        // as many pieces).
+        assert_eq!(memo.lines.len(), MEMO_MAX_LINES / 2);
         // The first pieces were stored in a table of 1,024 lines and moved
         // four times; some lost their line to newer pieces, most did not
         // (none would if growing dropped the table).
