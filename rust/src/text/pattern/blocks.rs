@@ -89,9 +89,9 @@ struct Classes {
     newline: u64,
     space: u64,
     apostrophe: u64,
-    /// o200k only (`Rules::CASES`): letters of upper case (`Lu`, `Lt`), of lower
-    /// case (`Ll`), marks (`\p{M}`), and `/`. Letters of neither case
-    /// (`Lm`, `Lo`) are `letter` alone.
+    /// o200k only (`Rules::CASES`): letters of upper case (`Lu`, `Lt`),
+    /// of lower case (`Ll`), marks (`\p{M}`), and `/`. Letters of neither
+    /// case (`Lm`, `Lo`) are `letter` alone.
     upper: u64,
     lower: u64,
     mark: u64,
@@ -268,10 +268,12 @@ fn classify_bytes<R: Rules>(bytes: &[u8]) -> Classes {
             }
         } else if b.is_ascii_alphabetic() {
             c.letter |= bit;
-            if R::CASES && b.is_ascii_uppercase() {
-                c.upper |= bit;
-            } else if R::CASES {
-                c.lower |= bit;
+            if R::CASES {
+                if b.is_ascii_uppercase() {
+                    c.upper |= bit;
+                } else {
+                    c.lower |= bit;
+                }
             }
         } else if b.is_ascii_digit() {
             c.digit |= bit;
