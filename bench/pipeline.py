@@ -4,6 +4,7 @@ cost of one call from Python against tiktoken.
 
     python bench/pipeline.py            # full run (10 MB of English)
     python bench/pipeline.py --quick    # 2 MB, 3 rounds
+    python bench/pipeline.py --pattern o200k   # part 2 under o200k's pattern
 
 1. BERT pipeline. bert-base-uncased (``../shared/reference/``), both with
    [CLS]/[SEP], truncation to 512 and padding to the longest of each batch
@@ -18,7 +19,8 @@ cost of one call from Python against tiktoken.
    installed) ``encode(line)`` (an Encoding, its only call on one text) and
    ``encode(line).ids`` (the Encoding and its list of ids); the ids
    checked equal. Ratios against tiktoken and against fastokens's
-   ``encode(line).ids``.
+   ``encode(line).ids``. ``--pattern o200k``: cl100k's ranks under
+   tiktoken's published o200k pattern for all three (as in ``encode.py``).
 
 Each round runs every library once, side by side; figures are medians of
 ``--runs`` rounds, ratios medians of the per-round ratios.
@@ -58,6 +60,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000, help="lines per batch of the BERT pipeline (default 1000)")
     ap.add_argument("--quick", action="store_true", help="2 MB, 3 rounds")
     ap.add_argument("--markdown", action="store_true", help="print the tables as markdown too")
+    ap.add_argument("--pattern", choices=("cl100k", "o200k"), default="cl100k", help="pattern of the calls per line (ranks: cl100k's)")
     args = ap.parse_args()
     if args.quick:
         args.mb, args.runs = 2.0, 3
@@ -79,8 +82,8 @@ def main() -> None:
         "polytok encode_batch_numpy": lambda: [ours.encode_batch_numpy(g) for g in groups],
     }
 
-    enc, ranks = _data.tiktoken_cl100k()
-    cl100k = _data.polytok_cl100k(enc, ranks)
+    enc, ranks = _data.tiktoken_cl100k(args.pattern)
+    cl100k = _data.polytok_cl100k(enc, ranks, args.pattern)
     for line in sample:
         assert cl100k.encode_ids(line) == enc.encode_ordinary(line) == cl100k.encode(line).ids
     calls = {
@@ -94,7 +97,7 @@ def main() -> None:
     except ImportError:
         print("(fastokens is not installed: pip install '.[bench]' to compare with it)\n")
     else:
-        ft = fastokens.Tokenizer.from_tiktoken(ranks, encoding="cl100k_base")
+        ft = fastokens.Tokenizer.from_tiktoken(ranks, encoding=f"{args.pattern}_base", special_tokens=enc._special_tokens)
         for line in sample:
             assert ft.encode(line).ids == enc.encode_ordinary(line)
         calls["fastokens encode(line).ids"] = lambda: [ft.encode(line).ids for line in lines]
@@ -117,7 +120,7 @@ def main() -> None:
             ["tokenizers encode_batch"],
         ),
         (
-            "One call per line from Python, cl100k",
+            f"One call per line from Python, {args.pattern}" + (" (cl100k's ranks)" if args.pattern != "cl100k" else ""),
             calls,
             [name for name in ("tiktoken encode_ordinary", "fastokens encode(line).ids") if name in calls],
         ),
