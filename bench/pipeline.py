@@ -15,8 +15,8 @@ cost of one call from Python against tiktoken.
    input of a model). Offsets and ids are checked equal on a sample.
 2. One call per line, cl100k, the lines of the same text: tiktoken
    ``encode_ordinary(line)``; polytok ``encode_ids(line)`` (a list),
-   ``encode(line)`` (an Encoding) and ``encode(line).ids``; fastokens (its cl100k preset, when
-   installed) ``encode(line)`` (an Encoding, its only call on one text) and
+   ``encode(line)`` (an Encoding) and ``encode(line).ids``; fastokens (its preset of the pattern,
+   when installed) ``encode(line)`` (an Encoding, its only call on one text) and
    ``encode(line).ids`` (the Encoding and its list of ids); the ids
    checked equal. Ratios against tiktoken and against fastokens's
    ``encode(line).ids``. ``--pattern o200k``: cl100k's ranks under
@@ -83,14 +83,14 @@ def main() -> None:
     }
 
     enc, ranks = _data.tiktoken_cl100k(args.pattern)
-    cl100k = _data.polytok_cl100k(enc, ranks, args.pattern)
+    bpe = _data.polytok_cl100k(enc, ranks, args.pattern)
     for line in sample:
-        assert cl100k.encode_ids(line) == enc.encode_ordinary(line) == cl100k.encode(line).ids
+        assert bpe.encode_ids(line) == enc.encode_ordinary(line) == bpe.encode(line).ids
     calls = {
         "tiktoken encode_ordinary": lambda: [enc.encode_ordinary(line) for line in lines],
-        "polytok encode_ids": lambda: [cl100k.encode_ids(line) for line in lines],
-        "polytok encode": lambda: [cl100k.encode(line) for line in lines],
-        "polytok encode(line).ids": lambda: [cl100k.encode(line).ids for line in lines],
+        "polytok encode_ids": lambda: [bpe.encode_ids(line) for line in lines],
+        "polytok encode": lambda: [bpe.encode(line) for line in lines],
+        "polytok encode(line).ids": lambda: [bpe.encode(line).ids for line in lines],
     }
     try:
         import fastokens
