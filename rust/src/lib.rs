@@ -49,6 +49,7 @@ pub mod model;
 pub mod model_file;
 mod pair_index;
 pub mod parity;
+mod prefetch;
 pub mod presets;
 pub mod processors;
 pub mod progress;

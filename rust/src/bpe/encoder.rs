@@ -19,11 +19,9 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
 
 use super::backtrack::PairMemo;
+use super::piece_cache::{PieceCache, CACHED_PIECE};
 use super::short_pieces::PieceMemo;
 use super::BpeModel;
 use crate::pair_index::pair_key;
@@ -36,9 +34,6 @@ pub(super) const SHORT_PIECE: usize = 16;
 /// working set stays in cache and it is faster (measured on the
 /// multilingual mix); beyond, its memory traffic grows faster than the text.
 const BACKTRACK_PIECE: usize = 4096;
-/// Merged pieces up to this many bytes are cached.
-pub(crate) const CACHED_PIECE: usize = 256;
-
 pub(super) const NO_RANK: u32 = u32::MAX;
 
 /// Removes `items[gap]`, moving the items after it one place down (the last
@@ -123,72 +118,6 @@ impl MergeBuffers {
     }
 }
 
-/// Pieces merged earlier, with their ids. Keys and ids live in two flat
-/// arenas, so a new entry costs no allocation of its own. The keys are the
-/// user's text, so the table hashes them with a random key (foldhash, not
-/// the vocabulary's FxHash): text crafted to collide in a known hash would
-/// otherwise pile its pieces into one probe sequence and make each lookup
-/// scan them all.
-#[derive(Default)]
-pub(crate) struct PieceCache {
-    hasher: foldhash::fast::RandomState,
-    table: HashTable<CacheEntry>,
-    keys: Vec<u8>,
-    ids: Vec<u32>,
-}
-
-#[derive(Clone, Copy)]
-struct CacheEntry {
-    hash: u64,
-    key_start: u32,
-    key_len: u32,
-    ids_start: u32,
-    ids_len: u32,
-}
-
-/// The cache starts afresh past this many bytes of keys (bounded memory on
-/// any input).
-const CACHE_KEY_BYTES: usize = 4 << 20;
-
-impl PieceCache {
-    #[inline]
-    pub(crate) fn hash(&self, piece: &[u8]) -> u64 {
-        self.hasher.hash_one(piece)
-    }
-
-    #[inline]
-    pub(crate) fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
-        self.table
-            .find(hash, |e| {
-                e.hash == hash
-                    && &self.keys[e.key_start as usize..(e.key_start + e.key_len) as usize] == piece
-            })
-            .map(|e| &self.ids[e.ids_start as usize..(e.ids_start + e.ids_len) as usize])
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.table.clear();
-        self.keys.clear();
-        self.ids.clear();
-    }
-
-    pub(crate) fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
-        if self.keys.len() + piece.len() > CACHE_KEY_BYTES {
-            self.clear();
-        }
-        let entry = CacheEntry {
-            hash,
-            key_start: self.keys.len() as u32,
-            key_len: piece.len() as u32,
-            ids_start: self.ids.len() as u32,
-            ids_len: ids.len() as u32,
-        };
-        self.keys.extend_from_slice(piece);
-        self.ids.extend_from_slice(ids);
-        self.table.insert_unique(hash, entry, |e| e.hash);
-    }
-}
-
 impl BpeModel {
     /// Runs `f` with this thread's encoding state, reset if it belonged to
     /// another model.
@@ -261,10 +190,9 @@ impl BpeModel {
         self.encode_merged(piece, cut, 0, out, state);
     }
 
-    /// The ids of a piece not taken as a token: from the arena cache, or
-    /// merged (cut first where it can be, when `cut`) and cached, unless it
-    /// has at most `kept_elsewhere` ids (`short_pieces` keeps those in its
-    /// memo).
+    /// The ids of a piece not taken as a token: from the cache, or merged
+    /// (cut first where it can be, when `cut`) and cached, unless it has at
+    /// most `kept_elsewhere` ids (`short_pieces` keeps those in its memo).
     pub(super) fn encode_merged(
         &self,
         piece: &[u8],
@@ -274,39 +202,43 @@ impl BpeModel {
         state: &mut EncodeState,
     ) {
         // Very long pieces are rare and would crowd the cache.
-        let cacheable = piece.len() <= CACHED_PIECE;
-        let cache_hash = if cacheable {
-            state.cache.hash(piece)
-        } else {
-            0
-        };
-        if cacheable {
-            if let Some(ids) = state.cache.get(piece, cache_hash) {
+        let cache_hash = (piece.len() <= CACHED_PIECE).then(|| state.cache.hash(piece));
+        if let Some(hash) = cache_hash {
+            if let Some(ids) = state.cache.get(piece, hash) {
                 out.extend_from_slice(ids);
                 return;
             }
         }
-        if cut && piece.len() > SHORT_PIECE {
-            if let Some(first) = self.cuts.next_cut(piece, 0) {
-                let (mut start, mut end) = (0, first);
-                loop {
-                    self.encode_part(&piece[start..end], false, out, state);
-                    if end == piece.len() {
-                        return;
-                    }
-                    start = end;
-                    end = self.cuts.next_cut(piece, end + 1).unwrap_or(piece.len());
-                }
-            }
-        }
         let start = out.len();
-        if piece.len() <= SHORT_PIECE {
+        let first_cut = if cut && piece.len() > SHORT_PIECE {
+            self.cuts.next_cut(piece, 0)
+        } else {
+            None
+        };
+        if let Some(first_cut) = first_cut {
+            // The whole piece is cached too, once its parts are encoded: a
+            // text seen again then skips finding the cuts (CJK phrases).
+            let (mut part_start, mut part_end) = (0, first_cut);
+            loop {
+                self.encode_part(&piece[part_start..part_end], false, out, state);
+                if part_end == piece.len() {
+                    break;
+                }
+                part_start = part_end;
+                part_end = self
+                    .cuts
+                    .next_cut(piece, part_end + 1)
+                    .unwrap_or(piece.len());
+            }
+        } else if piece.len() <= SHORT_PIECE {
             self.merge_short(piece, NO_RANK, out);
         } else if !self.encode_huge(piece, out, &mut state.buffers) {
             self.merge_below(piece, NO_RANK, out, &mut state.buffers);
         }
-        if cacheable && out.len() - start > kept_elsewhere {
-            state.cache.insert(piece, cache_hash, &out[start..]);
+        if let Some(hash) = cache_hash {
+            if out.len() - start > kept_elsewhere {
+                state.cache.insert(piece, hash, &out[start..]);
+            }
         }
     }
 

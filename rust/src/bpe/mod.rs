@@ -12,6 +12,7 @@ mod cuts;
 mod encoder;
 pub mod files;
 pub mod parity;
+mod piece_cache;
 mod reach;
 mod short_pieces;
 mod trainer;
@@ -22,7 +23,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 pub(crate) use encoder::EncodeState;
-pub(crate) use encoder::{PieceCache, CACHED_PIECE};
+pub(crate) use piece_cache::{PieceCache, CACHED_PIECE};
 pub(crate) use short_pieces::PieceBatch;
 pub use trainer::{train, train_characters, TrainerSettings};
 

@@ -15,12 +15,14 @@
 //!   thread merged, two keys and up to three ids each per 64-byte line.
 //! - **Fetched ahead.** The pieces of a text are handed over in batches of
 //!   `BATCH` (`PieceBatch`): the key and hash of each piece are computed and
-//!   its two lines prefetched as the pre-tokenizer yields it, and the batch
-//!   is looked up only when full, so the reads of a whole batch overlap
-//!   instead of waiting one after the other.
+//!   its token index line prefetched as the pre-tokenizer yields it, and the
+//!   batch is looked up only when full, in two steps over the whole batch:
+//!   the token index, fetching the memo line of each piece that is not a
+//!   token, then the memo. The reads of a whole batch overlap instead of
+//!   waiting one after the other.
 //!
 //! Pieces that miss both tables are merged (`encode_merged`); those of
-//! more than three ids are kept in the arena cache of `encoder.rs`, looked up
+//! more than three ids are kept in the cache of `piece_cache.rs`, looked up
 //! before merging. Longer pieces take the general path, `encode_part`.
 //!
 //! The keys are the user's text, so the hash is seeded at random (per
@@ -103,20 +105,6 @@ impl Key {
     }
 }
 
-/// Asks the CPU to start fetching the line of `item` (no effect on what the
-/// program computes; a no-op off x86-64).
-#[inline(always)]
-fn prefetch<T>(item: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing the program sees and cannot fault.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(item as *const T as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
-}
-
 /// Every token of up to `SHORT` bytes by its key.
 pub(crate) struct TokenIndex {
     seed: [u64; 2],
@@ -173,7 +161,7 @@ impl TokenIndex {
 
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
-        prefetch(&self.buckets[self.home(hash)]);
+        crate::prefetch::line(&self.buckets[self.home(hash)]);
     }
 
     /// The id of the token `key` is, if it is one. Buckets fill in order
@@ -234,8 +222,48 @@ struct MemoLine {
 #[repr(C)]
 struct MemoEntry {
     key: Key,
+    ids: FewIds,
+}
+
+/// Up to `MEMO_IDS` ids, copied as a whole: a copy of a variable length
+/// compiled to a call of `memmove` per piece.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct FewIds {
     ids: [u32; MEMO_IDS],
-    n_ids: u32,
+    n: u32,
+}
+
+impl FewIds {
+    fn new(ids: &[u32]) -> FewIds {
+        let mut few = FewIds {
+            n: ids.len() as u32,
+            ..FewIds::default()
+        };
+        few.ids[..ids.len()].copy_from_slice(ids);
+        few
+    }
+
+    #[cfg(test)]
+    fn as_slice(&self) -> &[u32] {
+        &self.ids[..self.n as usize]
+    }
+
+    /// Appends the ids to `out`.
+    #[inline(always)]
+    fn push_to(self, out: &mut Vec<u32>) {
+        out.reserve(MEMO_IDS);
+        let len = out.len();
+        // SAFETY: `reserve` made room for `MEMO_IDS` more ids past `len`;
+        // all are written, and the length grows over the first `n` of them
+        // (n <= MEMO_IDS).
+        unsafe {
+            out.as_mut_ptr()
+                .add(len)
+                .cast::<[u32; MEMO_IDS]>()
+                .write_unaligned(self.ids);
+            out.set_len(len + self.n as usize);
+        }
+    }
 }
 
 impl PieceMemo {
@@ -248,10 +276,9 @@ impl PieceMemo {
     }
 
     #[inline(always)]
-    fn get(&self, key: Key, hash: u64) -> Option<&[u32]> {
+    fn get(&self, key: Key, hash: u64) -> Option<FewIds> {
         let line = self.line(hash)?;
-        let entry = line.entries.iter().find(|e| e.key == key)?;
-        Some(&entry.ids[..entry.n_ids as usize])
+        Some(line.entries.iter().find(|e| e.key == key)?.ids)
     }
 
     /// Remembers `ids` (at most `MEMO_IDS`) as the ids of `key` (whose hash
@@ -275,12 +302,10 @@ impl PieceMemo {
             }
             self.stored = 0;
         }
-        let mut entry = MemoEntry {
+        let entry = MemoEntry {
             key,
-            n_ids: ids.len() as u32,
-            ..MemoEntry::default()
+            ids: FewIds::new(ids),
         };
-        entry.ids[..ids.len()].copy_from_slice(ids);
         self.put(entry, hash);
         self.stored += 1;
     }
@@ -297,13 +322,19 @@ impl PieceMemo {
 /// batch overlap, few enough that its lines are still in L1 when used.
 const BATCH: usize = 32;
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub(super) struct Pending {
+    /// A short piece's key (all zeros for a long one).
     key: Key,
+    /// A short piece's hash for the token index and the memo.
     hash: u64,
     start: u32,
     len: u32,
+    /// The piece's id once `flush` found it is a token, else `NO_TOKEN`.
+    token: u32,
 }
+
+const NO_TOKEN: u32 = u32::MAX;
 
 /// The pieces of one text on their way to ids (see the module comment):
 /// `push` each piece in order, then `finish`.
@@ -343,17 +374,16 @@ impl<'a> PieceBatch<'a> {
     #[inline(always)]
     pub(crate) fn push(&mut self, start: usize, len: usize) {
         let mut pending = Pending {
+            key: Key::default(),
+            hash: 0,
             start: start as u32,
             len: len as u32,
-            ..Pending::default()
+            token: NO_TOKEN,
         };
         if len <= SHORT {
             pending.key = Key::of(self.text, start, len);
             pending.hash = pending.key.hash(self.index.seed);
             self.index.prefetch(pending.hash);
-            if let Some(line) = self.state.memo.line(pending.hash) {
-                prefetch(line);
-            }
         }
         self.pending.push(pending);
         if self.pending.len() == BATCH {
@@ -376,18 +406,33 @@ impl<'a> PieceBatch<'a> {
             out,
             pending,
         } = self;
+        // Two steps, each over the whole batch, so that the memo lines the
+        // second reads were fetched during the first: the token index
+        // (fetched by `push`), then the memo for the short pieces that are
+        // not tokens. (Fetching the memo line of every piece in `push`, when
+        // nine in ten are tokens in English, cost more instructions there.)
+        for p in pending.iter_mut() {
+            if p.len as usize > SHORT {
+                continue;
+            }
+            if let Some(id) = index.get(p.key, p.hash) {
+                p.token = id;
+            } else if let Some(line) = state.memo.line(p.hash) {
+                crate::prefetch::line(line);
+            }
+        }
         for p in pending.iter() {
+            if p.token != NO_TOKEN {
+                out.push(p.token);
+                continue;
+            }
             let piece = &text[p.start as usize..(p.start + p.len) as usize];
             if p.len as usize > SHORT {
                 model.encode_part(piece, true, out, state);
                 continue;
             }
-            if let Some(id) = index.get(p.key, p.hash) {
-                out.push(id);
-                continue;
-            }
             if let Some(ids) = state.memo.get(p.key, p.hash) {
-                out.extend_from_slice(ids);
+                ids.push_to(out);
                 continue;
             }
             let first = out.len();
@@ -453,12 +498,24 @@ mod tests {
         let seed = [0, 0];
         memo.store(a, 7, seed, &[1]);
         memo.store(b, 7, seed, &[2, 3]);
-        assert_eq!(memo.get(a, 7), Some(&[1][..]));
-        assert_eq!(memo.get(b, 7), Some(&[2, 3][..]));
+        assert_eq!(
+            memo.get(a, 7).as_ref().map(FewIds::as_slice),
+            Some(&[1][..])
+        );
+        assert_eq!(
+            memo.get(b, 7).as_ref().map(FewIds::as_slice),
+            Some(&[2, 3][..])
+        );
         memo.store(c, 7, seed, &[4, 5, 6]);
         assert_eq!(memo.get(a, 7), None);
-        assert_eq!(memo.get(b, 7), Some(&[2, 3][..]));
-        assert_eq!(memo.get(c, 7), Some(&[4, 5, 6][..]));
+        assert_eq!(
+            memo.get(b, 7).as_ref().map(FewIds::as_slice),
+            Some(&[2, 3][..])
+        );
+        assert_eq!(
+            memo.get(c, 7).as_ref().map(FewIds::as_slice),
+            Some(&[4, 5, 6][..])
+        );
     }
 
     #[test]
@@ -481,12 +538,12 @@ mod tests {
         let kept = keys[..1000]
             .iter()
             .enumerate()
-            .filter(|&(i, &key)| memo.get(key, key.hash(seed)) == Some(&[i as u32][..]))
+            .filter(|&(i, &key)| memo.get(key, key.hash(seed)) == Some(FewIds::new(&[i as u32])))
             .count();
         assert!(kept > 600, "{kept} of the first 1,000 pieces kept");
         for (i, &key) in keys.iter().enumerate() {
             let found = memo.get(key, key.hash(seed));
-            assert!(found.is_none() || found == Some(&[i as u32][..]));
+            assert!(found.is_none() || found == Some(FewIds::new(&[i as u32])));
         }
     }
 }

@@ -262,16 +262,7 @@ impl Sink for Shard {
 
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
-        let slot = &self.slots[self.home(hash)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint; it reads nothing and cannot
-        // fault, and the pointer is to a live slot anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        crate::prefetch::line(&self.slots[self.home(hash)]);
     }
 
     /// Counts `count` more occurrences of a piece no longer than `MAX_LEN`

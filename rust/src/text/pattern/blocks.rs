@@ -71,8 +71,8 @@
 //! Tested against the scalar scanner and the regex engine in `tests.rs`.
 
 use super::scanner::{
-    cl100k_piece_at, class_at, o200k_piece_at, two_byte_classes, LETTER, LOWERISH, NUMBER, SPACE,
-    UPPERISH,
+    cl100k_piece_at, class_at, o200k_piece_at, table, two_byte_classes, LETTER, LOWERISH, NUMBER,
+    SPACE, UPPERISH,
 };
 
 /// Per-class bitmaps of a window: bit `i` is byte `i` (or, once
@@ -174,11 +174,16 @@ impl Classes {
             leads &= self.valid;
         }
         let two_byte = two_byte_classes();
+        let table = table();
         while leads != 0 {
             let at = leads.trailing_zeros() as usize;
+            let tail = |i: usize| (bytes[at + i] & 0x3F) as u32;
+            // Decoded here, the window holding the whole character: CJK
+            // text is all three-byte characters.
             let class = match bytes[at] {
-                lead @ ..0xE0 => {
-                    two_byte[((lead & 0x1F) as usize) << 6 | (bytes[at + 1] & 0x3F) as usize]
+                lead @ ..0xE0 => two_byte[((lead & 0x1F) as usize) << 6 | tail(1) as usize],
+                lead @ ..0xF0 => {
+                    table.of_code_point(((lead & 0x0F) as u32) << 12 | tail(1) << 6 | tail(2))
                 }
                 _ => class_at(text, pos + at),
             };

@@ -33,7 +33,7 @@ const NEWLINE: u8 = 32; // \r or \n
 
 /// A two-level table from code point to class bits: 256-entry blocks,
 /// identical blocks shared (most of the code space is a handful of blocks).
-struct ClassTable {
+pub(super) struct ClassTable {
     block_of: Vec<u16>,
     blocks: Vec<[u8; 256]>,
 }
@@ -74,7 +74,13 @@ impl ClassTable {
 
     #[inline(always)]
     fn get(&self, c: char) -> u8 {
-        let cp = c as usize;
+        self.of_code_point(c as u32)
+    }
+
+    /// The class bits of code point `cp` (below U+110000).
+    #[inline(always)]
+    pub(super) fn of_code_point(&self, cp: u32) -> u8 {
+        let cp = cp as usize;
         self.blocks[self.block_of[cp >> 8] as usize][cp & 0xFF]
     }
 }
@@ -94,7 +100,7 @@ fn unicode_ranges(pattern: &str) -> Vec<(u32, u32)> {
     }
 }
 
-fn table() -> &'static ClassTable {
+pub(super) fn table() -> &'static ClassTable {
     static TABLE: OnceLock<ClassTable> = OnceLock::new();
     TABLE.get_or_init(ClassTable::build)
 }
