@@ -95,6 +95,12 @@ impl PieceCache {
         if self.records.len() + ids.len() + key_words > RECORD_WORDS {
             self.clear();
         }
+        if self.records.capacity() == 0 {
+            // All the room it may take, reserved once: growing by doubling
+            // copied the records each time. Pages are only touched as the
+            // records fill them.
+            self.records.reserve_exact(RECORD_WORDS);
+        }
         let entry = Entry {
             hash,
             key_len: piece.len() as u16,
