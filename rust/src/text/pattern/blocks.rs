@@ -71,7 +71,7 @@
 //! Tested against the scalar scanner and the regex engine in `tests.rs`.
 
 use super::scanner::{
-    cl100k_piece_at, class_at, o200k_piece_at, table, two_byte_classes, LETTER, LOWERISH, NUMBER,
+    cl100k_piece_at, decode_at, o200k_piece_at, table, two_byte_classes, LETTER, LOWERISH, NUMBER,
     SPACE, UPPERISH,
 };
 
@@ -177,15 +177,14 @@ impl Classes {
         let table = table();
         while leads != 0 {
             let at = leads.trailing_zeros() as usize;
-            let tail = |i: usize| (bytes[at + i] & 0x3F) as u32;
-            // Decoded here, the window holding the whole character: CJK
-            // text is all three-byte characters.
+            // Decoded here (the window holds the whole character): two-byte
+            // characters from their flat table, the others (CJK text is all
+            // three-byte ones) from the class table.
             let class = match bytes[at] {
-                lead @ ..0xE0 => two_byte[((lead & 0x1F) as usize) << 6 | tail(1) as usize],
-                lead @ ..0xF0 => {
-                    table.of_code_point(((lead & 0x0F) as u32) << 12 | tail(1) << 6 | tail(2))
+                lead @ ..0xE0 => {
+                    two_byte[((lead & 0x1F) as usize) << 6 | (bytes[at + 1] & 0x3F) as usize]
                 }
-                _ => class_at(text, pos + at),
+                _ => table.of_code_point(decode_at(bytes, at).0),
             };
             self.letter |= ((class & LETTER != 0) as u64) << at;
             self.digit |= ((class & NUMBER != 0) as u64) << at;

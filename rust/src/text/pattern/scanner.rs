@@ -128,20 +128,7 @@ impl<'t> Text<'t> {
         if first < 0x80 {
             return Some((first as char, ASCII_FLAGS[first as usize], 1));
         }
-        // `pos` starts a character of valid UTF-8, so its continuation bytes
-        // follow; decoding them here costs a fraction of `chars()`, which
-        // re-checks the boundary and the end.
-        let tail = |i: usize| (bytes[pos + i] & 0x3F) as u32;
-        let (cp, len) = if first < 0xE0 {
-            (((first & 0x1F) as u32) << 6 | tail(1), 2)
-        } else if first < 0xF0 {
-            (((first & 0x0F) as u32) << 12 | tail(1) << 6 | tail(2), 3)
-        } else {
-            (
-                ((first & 0x07) as u32) << 18 | tail(1) << 12 | tail(2) << 6 | tail(3),
-                4,
-            )
-        };
+        let (cp, len) = decode_at(bytes, pos);
         let c = char::from_u32(cp).expect("str holds valid UTF-8");
         Some((c, self.table.get(c), len))
     }
@@ -363,10 +350,24 @@ pub fn cuts(text: &str, every: usize) -> Vec<usize> {
     cuts
 }
 
-/// The class bits (`LETTER`, `NUMBER`, `SPACE`, ...) of the character at
-/// byte `pos` of `text`.
-pub(super) fn class_at(text: &str, pos: usize) -> u8 {
-    Text::new(text).class(pos)
+/// The code point and the length of the non-ASCII character that starts at
+/// byte `pos` of `bytes` (valid UTF-8, so its continuation bytes follow):
+/// decoding here costs a fraction of `chars()`, which re-checks the
+/// boundary and the end.
+#[inline(always)]
+pub(super) fn decode_at(bytes: &[u8], pos: usize) -> (u32, usize) {
+    let first = bytes[pos];
+    let tail = |i: usize| (bytes[pos + i] & 0x3F) as u32;
+    if first < 0xE0 {
+        (((first & 0x1F) as u32) << 6 | tail(1), 2)
+    } else if first < 0xF0 {
+        (((first & 0x0F) as u32) << 12 | tail(1) << 6 | tail(2), 3)
+    } else {
+        (
+            ((first & 0x07) as u32) << 18 | tail(1) << 12 | tail(2) << 6 | tail(3),
+            4,
+        )
+    }
 }
 
 /// The class bits of the code points below U+0800 (the characters of two
