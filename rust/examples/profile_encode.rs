@@ -1,8 +1,10 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
-//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces[:PATTERN]]`
+//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces[:PATTERN]|merges]`
 //! (`lines`: a batch of the lines instead of one call; `pieces`: the
 //! pre-tokenizer alone, counting pieces, with cl100k's pattern or the
-//! preset named: `pieces:o200k`), through the preset pipeline.
+//! preset named: `pieces:o200k`; `merges`: the text's distinct pieces of
+//! up to 16 bytes that are not tokens, each merged again every run, as a
+//! first pass merges them), through the preset pipeline.
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,14 +33,31 @@ fn main() {
     }
     let (text, warm_up) = (&text[..end], &text[end..warm_end]);
     let runs: usize = args.get(4).map_or(3, |r| r.parse().unwrap());
-    let model = BpeModel::from_tiktoken(&ranks, "ranks", Pattern::Cl100k, vec![]).unwrap();
-    let model = Model::Bpe(Arc::new(model));
+    let bpe = Arc::new(BpeModel::from_tiktoken(&ranks, "ranks", Pattern::Cl100k, vec![]).unwrap());
+    let model = Model::Bpe(bpe.clone());
     let tokenizer = Tokenizer::new(model.clone(), &preset_spec(&model)).unwrap();
     let none = AllowedSpecial::None;
     let mode = args.get(5).map_or("", String::as_str);
     let (mode, pattern) = mode.split_once(':').unwrap_or((mode, "cl100k"));
     let pre_tokenizer = PreTokenizer::new(Pattern::parse(pattern).unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
+    // `merges`: the distinct short pieces that are not tokens, in the order
+    // first seen, one after the other in `merged_text`.
+    let (mut merged_text, mut merged_pieces) = (String::new(), Vec::new());
+    if mode == "merges" {
+        let mut seen = std::collections::HashSet::new();
+        pre_tokenizer
+            .for_each_piece(text, |piece| {
+                if piece.len() <= 16
+                    && bpe.vocab().id(piece.as_bytes()).is_none()
+                    && seen.insert(piece)
+                {
+                    merged_pieces.push(merged_text.len()..merged_text.len() + piece.len());
+                    merged_text.push_str(piece);
+                }
+            })
+            .unwrap();
+    }
     // Reused, as the Python layer reuses its buffer: a fresh one would time
     // page faults.
     let mut ids = Vec::new();
@@ -48,7 +67,11 @@ fn main() {
     ids.reserve(text.len() / 2);
     for _ in 0..runs {
         let start = Instant::now();
-        let count: usize = if mode == "pieces" {
+        let count: usize = if mode == "merges" {
+            ids.clear();
+            bpe.encode_pieces(&merged_text, &merged_pieces, &mut ids, None);
+            merged_pieces.len()
+        } else if mode == "pieces" {
             let mut n_pieces = 0;
             pre_tokenizer
                 .for_each_piece(text, |_| n_pieces += 1)
@@ -68,6 +91,13 @@ fn main() {
             ids.len()
         };
         let seconds = start.elapsed().as_secs_f64();
+        if mode == "merges" {
+            println!(
+                "{:.1} ns a piece ({count} pieces merged)",
+                seconds * 1e9 / count as f64
+            );
+            continue;
+        }
         println!(
             "{:.1} MB/s ({count} {})",
             text.len() as f64 / 1e6 / seconds,

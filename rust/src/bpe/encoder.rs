@@ -7,8 +7,9 @@
 //! that a CJK phrase becomes words that are tokens or cached. Merging
 //! follows the lowest-rank-first rule in one of three ways, with the same
 //! result:
-//! - short pieces (the common case): tiktoken's scan over a small array of
-//!   parts, O(n²) in the piece but with tiny constants;
+//! - short pieces (the common case): `merge_short` (`short_merge.rs`), a
+//!   vector minimum over fixed arrays at each merge, O(n²) in the piece but
+//!   with tiny constants;
 //! - longer pieces: `merge_below`, a heap over the candidate pairs,
 //!   O(n log n) with a small working set;
 //! - huge pieces (kilobytes without a space): the backtracking encoder of
@@ -35,35 +36,6 @@ pub(super) const SHORT_PIECE: usize = 16;
 /// multilingual mix); beyond, its memory traffic grows faster than the text.
 const BACKTRACK_PIECE: usize = 4096;
 pub(super) const NO_RANK: u32 = u32::MAX;
-
-/// Removes `items[gap]`, moving the items after it one place down (the last
-/// one stays as it was): four 16-byte selects between the array and itself
-/// one item on, with no loop over a variable length and no call.
-#[inline(always)]
-fn close_gap(items: &mut [u32; SHORT_PIECE + 1], gap: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; every load reads `items[4c..4c + 5]`
-    // for c < 4, within its 17 items, and each chunk is loaded before any
-    // store to it (stores go to `items[4c..4c + 4]`, loads of later chunks
-    // start at 4c + 4).
-    unsafe {
-        use std::arch::x86_64::*;
-        const _: () = assert!(SHORT_PIECE == 16);
-        let gap = _mm_set1_epi32(gap as i32);
-        let at = items.as_mut_ptr();
-        for c in 0..4 {
-            let first = 4 * c as i32;
-            let index = _mm_setr_epi32(first, first + 1, first + 2, first + 3);
-            let keep = _mm_cmplt_epi32(index, gap);
-            let here = _mm_loadu_si128(at.add(4 * c) as *const __m128i);
-            let next = _mm_loadu_si128(at.add(4 * c + 1) as *const __m128i);
-            let kept = _mm_or_si128(_mm_and_si128(keep, here), _mm_andnot_si128(keep, next));
-            _mm_storeu_si128(at.add(4 * c) as *mut __m128i, kept);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    items.copy_within(gap + 1.., gap);
-}
 
 /// What a thread keeps between pieces and between calls: the cache of
 /// merged pieces and the merge buffers, for one model at a time. Keeping it
@@ -257,8 +229,13 @@ impl BpeModel {
     }
 
     #[inline(always)]
-    fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
+    pub(super) fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
         self.byte_pairs[first as usize * 256 + second as usize]
+    }
+
+    #[inline(always)]
+    pub(super) fn byte_id(&self, byte: u8) -> u32 {
+        self.byte_ids[byte as usize]
     }
 
     #[inline(always)]
@@ -270,54 +247,6 @@ impl BpeModel {
             .get(&pair_key(left, right))
             .copied()
             .unwrap_or(NO_RANK)
-    }
-
-    /// tiktoken's algorithm: keep the parts and the rank of each adjacent
-    /// pair in two small arrays; merge the leftmost lowest pair until none
-    /// below `limit` is left (all: `NO_RANK`). Since ids are ranks, a pair's
-    /// rank is the id it merges into.
-    ///
-    /// A merge closes the gap it leaves with `close_gap` over the whole
-    /// fixed arrays rather than a `copy_within` of their tails, which
-    /// compiled to two `memmove` calls per merge (first pass, Rust
-    /// harness: 0.99-1.06x on English, 1.06x on the mix).
-    pub(super) fn merge_short(&self, piece: &[u8], limit: u32, out: &mut Vec<u32>) {
-        // One spare entry past the end: `close_gap` reads it.
-        let mut parts = [0u32; SHORT_PIECE + 1];
-        let mut ranks = [NO_RANK; SHORT_PIECE + 1];
-        let mut n = piece.len();
-        for (part, &b) in parts.iter_mut().zip(piece) {
-            *part = self.byte_ids[b as usize];
-        }
-        for i in 0..n - 1 {
-            ranks[i] = self.byte_pair_rank(piece[i], piece[i + 1]);
-        }
-        loop {
-            let mut best = NO_RANK;
-            let mut at = 0;
-            for (i, &rank) in ranks[..n - 1].iter().enumerate() {
-                if rank < best {
-                    best = rank;
-                    at = i;
-                }
-            }
-            if best >= limit {
-                break;
-            }
-            parts[at] = best;
-            close_gap(&mut parts, at + 1);
-            close_gap(&mut ranks, at);
-            n -= 1;
-            if at > 0 {
-                ranks[at - 1] = self.pair_rank(parts[at - 1], parts[at]);
-            }
-            if at + 1 < n {
-                ranks[at] = self.pair_rank(parts[at], parts[at + 1]);
-            } else {
-                ranks[at] = NO_RANK;
-            }
-        }
-        out.extend_from_slice(&parts[..n]);
     }
 
     /// The parts BPE makes of `piece` using only the tokens with ids below

@@ -14,6 +14,7 @@ pub mod files;
 pub mod parity;
 mod piece_cache;
 mod reach;
+mod short_merge;
 mod short_pieces;
 mod trainer;
 
@@ -96,10 +97,12 @@ impl BpeModel {
         special: Vec<(String, u32)>,
         merges: Option<Vec<(u32, u32)>>,
     ) -> Result<Self> {
-        if tokens.len() >= 1 << 31 {
-            return Err(Error::invalid(
-                "a vocabulary must hold fewer than 2^31 tokens",
-            ));
+        if tokens.len() > short_merge::MAX_RANKS {
+            return Err(Error::invalid(format!(
+                "a BPE vocabulary must hold at most {} tokens (2^28); this one has {}",
+                short_merge::MAX_RANKS,
+                tokens.len()
+            )));
         }
         let vocab = Vocab::new(tokens)?;
         let mut byte_ids = [0u32; 256];

@@ -481,6 +481,17 @@ fn random_rank_tables_encode_as_tiktoken() {
                 "round {round}, piece {text}"
             );
         }
+        // The two merges of the encoder, with the tokens below a limit
+        // (how `reach.rs` asks which tokens merging makes), pieces of every
+        // short length: repeated letters make pairs of equal rank.
+        for len in 1..=encoder::SHORT_PIECE {
+            let piece: Vec<u8> = (0..len).map(|_| alphabet[next(3)]).collect();
+            let limit = [encoder::NO_RANK, next(model.vocab_size()) as u32][next(2)];
+            let (mut short, mut heap) = (Vec::new(), Vec::new());
+            model.merge_short(&piece, limit, &mut short);
+            model.merge_below(&piece, limit, &mut heap, &mut Default::default());
+            assert_eq!(short, heap, "round {round}, piece {piece:?}, limit {limit}");
+        }
     }
 }
 
