@@ -99,7 +99,7 @@ impl BpeModel {
     ) -> Result<Self> {
         if tokens.len() > short_merge::MAX_RANKS {
             return Err(Error::invalid(format!(
-                "a BPE vocabulary must hold at most {} tokens (2^28); this one has {}",
+                "a BPE vocabulary must hold at most {} tokens (2^27); this one has {}",
                 short_merge::MAX_RANKS,
                 tokens.len()
             )));
