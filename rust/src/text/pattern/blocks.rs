@@ -176,6 +176,19 @@ impl Classes {
             self.keep_valid();
             leads &= self.valid;
         }
+        // Most CJK characters need no lookup: those led by E5..=E9 or
+        // EB..=EC (U+5000..=U+9FFF, U+B000..=U+CFFF) are ideographs and
+        // Hangul syllables, all letters of no case (`Lo`; tested), which are
+        // letters for every pattern and nothing else.
+        let window: [u8; 64] = match bytes.get(..64) {
+            Some(window) => window.try_into().expect("64 bytes"),
+            None => std::array::from_fn(|i| bytes.get(i).copied().unwrap_or(0)),
+        };
+        let caseless = leads
+            & (bits_between(&window, CASELESS_LEADS[0].0, CASELESS_LEADS[0].1)
+                | bits_between(&window, CASELESS_LEADS[1].0, CASELESS_LEADS[1].1));
+        self.letter |= caseless;
+        leads &= !caseless;
         let two_byte = two_byte_classes();
         let table = table();
         // Each character's class byte at its first byte (zero elsewhere),
@@ -303,6 +316,35 @@ fn classify_bytes<R: Rules>(bytes: &[u8]) -> Classes {
         }
     }
     c
+}
+
+/// The lead bytes (ranges) of three-byte characters that are all letters
+/// of no case: U+5000..=U+9FFF (CJK ideographs) and U+B000..=U+CFFF
+/// (Hangul syllables).
+pub(super) const CASELESS_LEADS: [(u8, u8); 2] = [(0xE5, 0xE9), (0xEB, 0xEC)];
+
+/// Bit `i` set where `low <= bytes[i] <= high`: 16 bytes at a time with
+/// SSE2 (`bytes[i] - low`, unsigned, at most `high - low`).
+#[inline(always)]
+fn bits_between(bytes: &[u8; 64], low: u8, high: u8) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; each load reads 16 of the 64 bytes.
+    unsafe {
+        use std::arch::x86_64::*;
+        let (low, span) = (_mm_set1_epi8(low as i8), _mm_set1_epi8((high - low) as i8));
+        let mut bits = 0;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i);
+            let offset = _mm_sub_epi8(v, low);
+            let within = _mm_cmpeq_epi8(_mm_min_epu8(offset, span), offset);
+            bits |= (_mm_movemask_epi8(within) as u16 as u64) << (16 * k);
+        }
+        bits
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    bytes.iter().enumerate().fold(0, |bits, (i, &b)| {
+        bits | ((low..=high).contains(&b) as u64) << i
+    })
 }
 
 /// Bit `i` set where `bytes[i] & mask == value` (`value` not zero): 16

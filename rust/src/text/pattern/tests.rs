@@ -10,6 +10,7 @@ const ALPHABET: &[char] = &[
     '7', '٣', '½', '²', ' ', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\u{1c}', '\u{b}',
     '.', ',', '!', '/', '-', '(', '"', '😀', '\u{301}', '\u{308}', 'é', 'ß', 'ǅ', 'ʰ', '中', '文',
     'ア', 'ー', 'Ω', 'ω', 'Я', 'я', 'ا', '\u{200d}', '\u{fe0f}', '_', '$', '\u{85}', '\u{2028}',
+    '龍', '말', '한', '\u{4dc0}',
 ];
 
 fn random_text(rng: &mut XorShift, max_len: usize) -> String {
@@ -258,6 +259,31 @@ fn compare_the_block_scanners(rounds: usize) {
                 pieces,
                 reference.split(&text).unwrap(),
                 "{spec} on {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn caseless_leads_lead_only_letters_of_no_case() {
+    // The block scanner takes every three-byte character with one of these
+    // leads for a letter of no case without looking it up.
+    let table = scanner::table();
+    for (low, high) in blocks::CASELESS_LEADS {
+        let first = u32::from(low & 0x0F) << 12;
+        let last = u32::from(high & 0x0F) << 12 | 0xFFF;
+        for cp in first..=last {
+            let c = char::from_u32(cp).unwrap();
+            let mut utf8 = [0; 4];
+            assert_eq!(
+                c.encode_utf8(&mut utf8).as_bytes()[0] & 0xF0,
+                0xE0,
+                "U+{cp:04X}"
+            );
+            assert_eq!(
+                table.of_code_point(cp),
+                scanner::LETTER | scanner::UPPERISH | scanner::LOWERISH,
+                "U+{cp:04X}"
             );
         }
     }
