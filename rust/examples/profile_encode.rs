@@ -3,8 +3,10 @@
 //! (`lines`: a batch of the lines instead of one call; `pieces`: the
 //! pre-tokenizer alone, counting pieces, with cl100k's pattern or the
 //! preset named: `pieces:o200k`; `merges`: the text's distinct pieces of
-//! up to 16 bytes that are not tokens, each merged again every run, as a
-//! first pass merges them), through the preset pipeline.
+//! up to 16 bytes that are not tokens, encoded one after the other: the
+//! first run merges each and keeps it in the thread's piece cache, as a
+//! first pass does, later runs find them there), through the preset
+//! pipeline.
 use std::sync::Arc;
 use std::time::Instant;
 

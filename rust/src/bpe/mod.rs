@@ -99,8 +99,9 @@ impl BpeModel {
     ) -> Result<Self> {
         if tokens.len() > short_merge::MAX_RANKS {
             return Err(Error::invalid(format!(
-                "a BPE vocabulary must hold at most {} tokens (2^27); this one has {}",
+                "a BPE vocabulary must hold at most {} tokens (2^{}); this one has {}",
                 short_merge::MAX_RANKS,
+                short_merge::MAX_RANKS.trailing_zeros(),
                 tokens.len()
             )));
         }

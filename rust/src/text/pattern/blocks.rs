@@ -185,8 +185,9 @@ impl Classes {
             None => std::array::from_fn(|i| bytes.get(i).copied().unwrap_or(0)),
         };
         let caseless = leads
-            & (bits_between(&window, CASELESS_LEADS[0].0, CASELESS_LEADS[0].1)
-                | bits_between(&window, CASELESS_LEADS[1].0, CASELESS_LEADS[1].1));
+            & CASELESS_LEADS.iter().fold(0, |bits, &(low, high)| {
+                bits | bits_between(&window, low, high)
+            });
         self.letter |= caseless;
         leads &= !caseless;
         let two_byte = two_byte_classes();
@@ -323,53 +324,63 @@ fn classify_bytes<R: Rules>(bytes: &[u8]) -> Classes {
 /// (Hangul syllables).
 pub(super) const CASELESS_LEADS: [(u8, u8); 2] = [(0xE5, 0xE9), (0xEB, 0xEC)];
 
-/// Bit `i` set where `low <= bytes[i] <= high`: 16 bytes at a time with
-/// SSE2 (`bytes[i] - low`, unsigned, at most `high - low`).
+/// Bit `i` set where `low <= bytes[i] <= high` (`bytes[i] - low`,
+/// unsigned, at most `high - low`).
 #[inline(always)]
 fn bits_between(bytes: &[u8; 64], low: u8, high: u8) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; each load reads 16 of the 64 bytes.
+    // SAFETY: SSE2 is part of x86-64.
     unsafe {
         use std::arch::x86_64::*;
         let (low, span) = (_mm_set1_epi8(low as i8), _mm_set1_epi8((high - low) as i8));
-        let mut bits = 0;
-        for k in 0..4 {
-            let v = _mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i);
+        lane_bits(bytes, |v| {
             let offset = _mm_sub_epi8(v, low);
-            let within = _mm_cmpeq_epi8(_mm_min_epu8(offset, span), offset);
-            bits |= (_mm_movemask_epi8(within) as u16 as u64) << (16 * k);
-        }
-        bits
+            _mm_cmpeq_epi8(_mm_min_epu8(offset, span), offset)
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    bytes.iter().enumerate().fold(0, |bits, (i, &b)| {
-        bits | ((low..=high).contains(&b) as u64) << i
-    })
+    scalar_bits(bytes, |b| (low..=high).contains(&b))
 }
 
-/// Bit `i` set where `bytes[i] & mask == value` (`value` not zero): 16
-/// bytes at a time with SSE2 compares.
+/// Bit `i` set where `bytes[i] & mask == value` (`value` not zero).
 #[inline(always)]
 fn bits_where(bytes: &[u8; 64], mask: u8, value: u8) -> u64 {
     debug_assert!(value != 0 && value & mask == value);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; each load reads 16 of the 64 bytes.
+    // SAFETY: SSE2 is part of x86-64.
     unsafe {
         use std::arch::x86_64::*;
         let (mask, value) = (_mm_set1_epi8(mask as i8), _mm_set1_epi8(value as i8));
-        let mut bits = 0;
-        for k in 0..4 {
-            let v = _mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i);
-            let hit = _mm_cmpeq_epi8(_mm_and_si128(v, mask), value);
-            bits |= (_mm_movemask_epi8(hit) as u16 as u64) << (16 * k);
-        }
-        bits
+        lane_bits(bytes, |v| _mm_cmpeq_epi8(_mm_and_si128(v, mask), value))
     }
     #[cfg(not(target_arch = "x86_64"))]
+    scalar_bits(bytes, |b| b & mask == value)
+}
+
+/// Bit `i` set where the lane of byte `i` in `test` of its 16 bytes is all
+/// ones: 16 bytes per SSE2 compare, one `movemask` each.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lane_bits(
+    bytes: &[u8; 64],
+    test: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+) -> u64 {
+    use std::arch::x86_64::*;
+    (0..4).fold(0, |bits, k| {
+        // SAFETY: SSE2 is part of x86-64; the load reads bytes
+        // 16k..16k + 16 of the 64.
+        let lanes = unsafe { test(_mm_loadu_si128(bytes.as_ptr().add(16 * k) as *const __m128i)) };
+        // SAFETY: as above.
+        bits | (unsafe { _mm_movemask_epi8(lanes) } as u16 as u64) << (16 * k)
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn scalar_bits(bytes: &[u8; 64], test: impl Fn(u8) -> bool) -> u64 {
     bytes
         .iter()
         .enumerate()
-        .fold(0, |bits, (i, &b)| bits | ((b & mask == value) as u64) << i)
+        .fold(0, |bits, (i, &b)| bits | (test(b) as u64) << i)
 }
 
 /// `classify_bytes` on 64 bytes, 16 at a time with SSE2 compares.
