@@ -45,7 +45,7 @@ pub(super) const NO_RANK: u32 = u32::MAX;
 pub(crate) struct EncodeState {
     /// `BpeModel::instance` of the model the cache belongs to.
     model: u64,
-    cache: PieceCache,
+    pub(super) cache: PieceCache,
     /// Short merged pieces, looked up before `cache` (`short_pieces.rs`).
     pub(super) memo: PieceMemo,
     /// The buffer of `PieceBatch`.
@@ -175,6 +175,20 @@ impl BpeModel {
     ) {
         // Very long pieces are rare and would crowd the cache.
         let cache_hash = (piece.len() <= CACHED_PIECE).then(|| state.cache.hash(piece));
+        self.encode_merged_hashed(piece, cache_hash, cut, kept_elsewhere, out, state);
+    }
+
+    /// `encode_merged` with the piece's hash in the cache (`None`: not
+    /// cached), computed beforehand (`PieceBatch` fetches its lookups ahead).
+    pub(super) fn encode_merged_hashed(
+        &self,
+        piece: &[u8],
+        cache_hash: Option<u64>,
+        cut: bool,
+        kept_elsewhere: usize,
+        out: &mut Vec<u32>,
+        state: &mut EncodeState,
+    ) {
         if let Some(hash) = cache_hash {
             if let Some(ids) = state.cache.get(piece, hash) {
                 out.extend_from_slice(ids);

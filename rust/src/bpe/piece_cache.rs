@@ -6,25 +6,26 @@
 //! than three tokens, CJK phrases), and a first pass misses on most of its
 //! lookups. So:
 //!
-//! - **A table of small entries** (hashbrown's, 16 bytes an entry: the
-//!   piece's hash, its length, its number of ids and where its record
-//!   starts). A lookup first reads control bytes, one per entry, which stay
-//!   in cache where the entries do not: a miss costs no wait on memory. (A
-//!   table of one-line buckets of four whole entries, tried instead, missed
-//!   the cache on every miss: first passes over the mix then waited on
-//!   four times as many lines in lookups.)
-//! - **One record per piece**: its ids, then its bytes, side by side in one
-//!   arena of `u32`. A hit then reads the entry and the record's line or
-//!   two, for both the comparison and the ids (keys and ids in two arenas
-//!   cost one more line).
+//! - **A table of small slots**, 8 bytes each: 32 bits of the piece's hash
+//!   and where its record starts; open addressing, probed in order from the
+//!   slot the hash names, at most half full. A miss reads one line of eight
+//!   slots, nearly always.
+//! - **One record per piece**: a word with its length and number of ids,
+//!   the ids, then its bytes, side by side in one arena of `u32`. A hit reads
+//!   the slot's line and the record's line or two, for both the comparison
+//!   and the ids (keys and ids in two arenas cost one more line).
+//! - **Fetched ahead.** The slot a hash names and the record its probe finds
+//!   are known before the piece is encoded: `PieceBatch` fetches both for a
+//!   batch of pieces (`prefetch_slot`, then `prefetch_record`), so that the
+//!   lookups of a batch wait on memory together instead of once each. (With
+//!   hashbrown's table, whose probes cannot be fetched ahead, lookups of the
+//!   mix waited on two lines in a row each: a fifth of a warm pass.)
 //!
 //! The keys are the user's text: the hash is foldhash with a random seed, so
 //! crafted text cannot steer pieces into long probes. Memory is bounded:
 //! past `RECORD_WORDS` the cache starts afresh.
 
 use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
 
 /// Merged pieces up to this many bytes are cached.
 pub(crate) const CACHED_PIECE: usize = 256;
@@ -33,21 +34,31 @@ pub(crate) const CACHED_PIECE: usize = 256;
 /// whole multilingual mix (30 MB of ten languages) fits, with room.
 const RECORD_WORDS: usize = 4 << 20;
 
+/// The slots of an empty cache's first table.
+const MIN_SLOTS: usize = 1 << 12;
+
+/// A slot: the high half of a piece's hash and the start of its record, or
+/// `EMPTY`. (A record starts below `RECORD_WORDS`, never at `u32::MAX`.)
 #[derive(Clone, Copy)]
-struct Entry {
-    hash: u64,
-    key_len: u16,
-    n_ids: u16,
-    /// Where the record starts in `PieceCache::records`.
+struct Slot {
+    tag: u32,
     record: u32,
 }
+
+const EMPTY: Slot = Slot {
+    tag: 0,
+    record: u32::MAX,
+};
 
 /// Pieces merged earlier, with their ids (see the module comment).
 #[derive(Default)]
 pub(crate) struct PieceCache {
     hasher: foldhash::fast::RandomState,
-    table: HashTable<Entry>,
-    /// Each piece's ids, then its bytes in whole words.
+    /// A power of two of them (or none), at most half taken.
+    slots: Vec<Slot>,
+    taken: usize,
+    /// Per piece: its length << 16 | its number of ids, the ids, then its
+    /// bytes in whole words.
     records: Vec<u32>,
 }
 
@@ -57,16 +68,60 @@ impl PieceCache {
         self.hasher.hash_one(piece)
     }
 
+    /// The slot `hash` starts its probe at (the low half: the high half is
+    /// the tag), and the mask of slot indices.
+    #[inline(always)]
+    fn home(&self, hash: u64) -> (usize, usize) {
+        let mask = self.slots.len().wrapping_sub(1);
+        (hash as usize & mask, mask)
+    }
+
+    /// The starts of the records of the pieces whose hash is `hash`, as the
+    /// probe from its slot meets them.
+    #[inline(always)]
+    fn records_of(&self, hash: u64) -> impl Iterator<Item = usize> + '_ {
+        let (mut at, mask) = self.home(hash);
+        let tag = (hash >> 32) as u32;
+        // Empty when `slots` is: the probe stops at once.
+        std::iter::from_fn(move || loop {
+            let slot = *self.slots.get(at)?;
+            if slot.record == EMPTY.record {
+                return None;
+            }
+            at = (at + 1) & mask;
+            if slot.tag == tag {
+                return Some(slot.record as usize);
+            }
+        })
+    }
+
+    /// Starts fetching the slot a lookup of `hash` reads first.
+    #[inline(always)]
+    pub(crate) fn prefetch_slot(&self, hash: u64) {
+        if let Some(slot) = self.slots.get(self.home(hash).0) {
+            crate::prefetch::line(slot);
+        }
+    }
+
+    /// Starts fetching the record a lookup of `hash` would compare first (its
+    /// slot fetched by `prefetch_slot` a while before), if there is one.
+    #[inline(always)]
+    pub(crate) fn prefetch_record(&self, hash: u64) {
+        if let Some(record) = self.records_of(hash).next() {
+            crate::prefetch::line(&self.records[record]);
+        }
+    }
+
     /// The ids of `piece`, whose hash is `hash`, if it is cached.
     #[inline]
     pub(crate) fn get(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
-        let entry = self.table.find(hash, |e| {
-            e.hash == hash
-                && e.key_len as usize == piece.len()
-                && self.key(e.record as usize + e.n_ids as usize, piece.len()) == piece
-        })?;
-        let start = entry.record as usize;
-        Some(&self.records[start..start + entry.n_ids as usize])
+        self.records_of(hash).find_map(|start| {
+            let head = self.records[start];
+            let (key_len, n_ids) = ((head >> 16) as usize, (head & 0xFFFF) as usize);
+            let ids = start + 1..start + 1 + n_ids;
+            (key_len == piece.len() && self.key(ids.end, key_len) == piece)
+                .then(|| &self.records[ids])
+        })
     }
 
     /// The `len` bytes stored from word `start` of the records.
@@ -80,7 +135,10 @@ impl PieceCache {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.table.clear();
+        // A fresh small table: clearing the slots of a large one would touch
+        // all of it, and the next text may need few.
+        self.slots = Vec::new();
+        self.taken = 0;
         self.records.clear();
     }
 
@@ -92,7 +150,7 @@ impl PieceCache {
             return;
         }
         let key_words = piece.len().div_ceil(4);
-        if self.records.len() + ids.len() + key_words > RECORD_WORDS {
+        if self.records.len() + 1 + ids.len() + key_words > RECORD_WORDS {
             self.clear();
         }
         if self.records.capacity() == 0 {
@@ -101,12 +159,12 @@ impl PieceCache {
             // records fill them.
             self.records.reserve_exact(RECORD_WORDS);
         }
-        let entry = Entry {
-            hash,
-            key_len: piece.len() as u16,
-            n_ids: ids.len() as u16,
-            record: self.records.len() as u32,
-        };
+        if 2 * (self.taken + 1) > self.slots.len() {
+            self.grow();
+        }
+        let record = self.records.len() as u32;
+        self.records
+            .push((piece.len() as u32) << 16 | ids.len() as u32);
         self.records.extend_from_slice(ids);
         // The bytes in native order, so that `key` reads them back as bytes.
         self.records.extend(piece.chunks(4).map(|bytes| {
@@ -114,7 +172,37 @@ impl PieceCache {
             word[..bytes.len()].copy_from_slice(bytes);
             u32::from_ne_bytes(word)
         }));
-        self.table.insert_unique(hash, entry, |e| e.hash);
+        self.place(
+            Slot {
+                tag: (hash >> 32) as u32,
+                record,
+            },
+            hash,
+        );
+        self.taken += 1;
+    }
+
+    /// Puts `slot` in the first empty slot of the probe of `hash`.
+    fn place(&mut self, slot: Slot, hash: u64) {
+        let (mut at, mask) = self.home(hash);
+        while self.slots[at].record != EMPTY.record {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = slot;
+    }
+
+    /// Doubles the slots (the records stay), placing each piece again by its
+    /// hash, recomputed from its bytes: a slot keeps only half of it.
+    fn grow(&mut self) {
+        let slots = (2 * self.slots.len()).max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; slots]);
+        for slot in old.into_iter().filter(|s| s.record != EMPTY.record) {
+            let start = slot.record as usize;
+            let head = self.records[start];
+            let (key_len, n_ids) = ((head >> 16) as usize, (head & 0xFFFF) as usize);
+            let hash = self.hash(self.key(start + 1 + n_ids, key_len));
+            self.place(slot, hash);
+        }
     }
 }
 

@@ -551,7 +551,7 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
     // The batched path (`short_pieces::PieceBatch`) against `encode_piece`
     // one piece at a time, over text that takes every branch: tokens,
     // merged pieces seen before (memo) and not, pieces of more than three
-    // ids (arena cache), pieces past 15 bytes, enough distinct merged
+    // ids (arena cache), pieces past 15 bytes (tokens or not), enough distinct merged
     // pieces for the memo to grow, and a last piece at the very end of the
     // text (its key copied, not loaded).
     let syllables = [
@@ -566,13 +566,26 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
     };
     let corpus: Vec<String> = (0..300).map(|_| word(&mut next)).collect();
     let corpus: Vec<&str> = corpus.iter().map(String::as_str).collect();
-    let model = train(
+    let trained = train(
         counts(Pattern::Cl100k, &corpus),
         &settings(400, Pattern::Cl100k),
         &Progress::silent(),
     )
     .unwrap();
     let words: Vec<String> = (0..6000).map(|_| word(&mut next)).collect();
+    // Some pieces past 15 bytes are tokens (ranked last, so whole pieces
+    // only): the filter of long tokens must let them through to the
+    // vocabulary, while the other long pieces go to the piece cache.
+    // (With the space before them: most pieces are " word".)
+    let long_tokens: Vec<String> = (words.iter())
+        .filter(|w| w.len() > 15)
+        .take(80)
+        .map(|w| format!(" {w}"))
+        .collect();
+    assert_eq!(long_tokens.len(), 80);
+    let mut tokens: Vec<Vec<u8>> = trained.vocab().iter().map(<[u8]>::to_vec).collect();
+    tokens.extend(long_tokens.iter().map(|w| w.as_bytes().to_vec()));
+    let model = BpeModel::new(tokens, Pattern::Cl100k, vec![], None).unwrap();
     let mut text = String::new();
     for _ in 0..3 * words.len() {
         text.push_str(&words[next(words.len())]);
@@ -594,6 +607,8 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
     };
     let alone = encode(&model, &text);
     assert!(alone.len() > 50_000);
+    let first_long = trained.vocab().len() as u32;
+    assert!(alone.iter().filter(|&&id| id >= first_long).count() > 50);
     // A first pass and a second, with the memo warm.
     assert_eq!(batched(&text), alone);
     assert_eq!(batched(&text), alone);
