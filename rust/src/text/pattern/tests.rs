@@ -175,6 +175,14 @@ fn the_block_scanners_split_the_same_without_bmi2() {
     super::blocks::WITHOUT_BMI2.set(false);
 }
 
+#[test]
+fn the_block_scanners_split_the_same_without_avx2() {
+    // CPUs without AVX2 classify windows 16 bytes at a time (SSE2).
+    super::blocks::WITHOUT_AVX2.set(true);
+    compare_the_block_scanners(2_000);
+    super::blocks::WITHOUT_AVX2.set(false);
+}
+
 /// The block scanners (cl100k, o200k) against the scalar ones and the
 /// regex engine, on `rounds` random texts each.
 fn compare_the_block_scanners(rounds: usize) {
