@@ -1,6 +1,10 @@
 //! Encoding throughput of the Rust core alone (no Python), for profiling:
-//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [lines|pieces[:PATTERN]|merges]`
-//! (`lines`: a batch of the lines instead of one call; `pieces`: the
+//! `profile_encode RANKS.tiktoken TEXT_FILE MEGABYTES [RUNS] [first|lines|pieces[:PATTERN]|merges]`
+//! (`first`: the piece caches cleared before each run, so that every run
+//! is a first pass, with the memory of the run before: a fresh process
+//! also times the page faults of its tables, which on a virtual machine
+//! swing from run to run;
+//! `lines`: a batch of the lines instead of one call; `pieces`: the
 //! pre-tokenizer alone, counting pieces, with cl100k's pattern or the
 //! preset named: `pieces:o200k`; `merges`: the text's distinct pieces of
 //! up to 16 bytes that are not tokens, encoded one after the other: the
@@ -68,6 +72,9 @@ fn main() {
         .unwrap();
     ids.reserve(text.len() / 2);
     for _ in 0..runs {
+        if mode == "first" {
+            bpe.clear_cache();
+        }
         let start = Instant::now();
         let count: usize = if mode == "merges" {
             ids.clear();
