@@ -142,9 +142,9 @@ impl PieceCache {
         self.records.clear();
     }
 
-    /// Remembers `ids` as the ids of `piece` (hash `hash`, not cached yet).
-    /// Pieces longer than `CACHED_PIECE` or with more than 65,535 ids are
-    /// not kept.
+    /// Remembers `ids` as the ids of `piece` (hash `hash`, from `hash`:
+    /// growing the table computes it again; not cached yet). Pieces longer
+    /// than `CACHED_PIECE` or with more than 65,535 ids are not kept.
     pub(crate) fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32]) {
         if piece.is_empty() || piece.len() > CACHED_PIECE || ids.len() > u16::MAX as usize {
             return;
