@@ -159,28 +159,16 @@ impl BpeModel {
                 return;
             }
         }
-        self.encode_merged(piece, cut, 0, out, state);
-    }
-
-    /// The ids of a piece not taken as a token: from the cache, or merged
-    /// (cut first where it can be, when `cut`) and cached, unless it has at
-    /// most `kept_elsewhere` ids (`short_pieces` keeps those in its memo).
-    pub(super) fn encode_merged(
-        &self,
-        piece: &[u8],
-        cut: bool,
-        kept_elsewhere: usize,
-        out: &mut Vec<u32>,
-        state: &mut EncodeState,
-    ) {
         // Very long pieces are rare and would crowd the cache.
         let cache_hash = (piece.len() <= CACHED_PIECE).then(|| state.cache.hash(piece));
-        self.encode_merged_hashed(piece, cache_hash, cut, kept_elsewhere, out, state);
+        self.encode_merged(piece, cache_hash, cut, 0, out, state);
     }
 
-    /// `encode_merged` with the piece's hash in the cache (`None`: not
-    /// cached), computed beforehand (`PieceBatch` fetches its lookups ahead).
-    pub(super) fn encode_merged_hashed(
+    /// The ids of a piece not taken as a token: from the cache (by its hash
+    /// there, `cache_hash`; `None`: not cached), or merged (cut first where
+    /// it can be, when `cut`) and cached, unless it has at most
+    /// `kept_elsewhere` ids (`short_pieces` keeps those in its memo).
+    pub(super) fn encode_merged(
         &self,
         piece: &[u8],
         cache_hash: Option<u64>,

@@ -393,6 +393,14 @@ pub(super) struct Pending {
     token: u32,
 }
 
+impl Pending {
+    /// The piece's bytes in `text`.
+    #[inline(always)]
+    fn piece<'t>(&self, text: &'t [u8]) -> &'t [u8] {
+        &text[self.start as usize..(self.start + self.len) as usize]
+    }
+}
+
 /// Not a token (found so far).
 const NO_TOKEN: u32 = u32::MAX;
 /// Not a token, and to be looked up in the piece cache by `Pending::hash`:
@@ -469,7 +477,6 @@ impl<'a> PieceBatch<'a> {
             out,
             pending,
         } = self;
-        let piece_of = |p: &Pending| &text[p.start as usize..(p.start + p.len) as usize];
         // Steps over the whole batch, each reading what the one before
         // fetched and fetching what the next reads, so that the reads of a
         // batch overlap instead of waiting one after the other:
@@ -493,8 +500,8 @@ impl<'a> PieceBatch<'a> {
                     crate::prefetch::line(line);
                     fetch |= p.key.may_have_many_ids();
                 }
-            } else if p.len as usize <= CACHED_PIECE && !index.may_be_long_token(piece_of(p)) {
-                p.hash = state.cache.hash(piece_of(p));
+            } else if p.len as usize <= CACHED_PIECE && !index.may_be_long_token(p.piece(text)) {
+                p.hash = state.cache.hash(p.piece(text));
                 state.cache.prefetch_slot(p.hash);
                 p.token = CACHE_LOOKUP;
                 fetch = true;
@@ -508,11 +515,11 @@ impl<'a> PieceBatch<'a> {
                 out.push(p.token);
                 continue;
             }
-            let piece = piece_of(p);
+            let piece = p.piece(text);
             let cache_hash = (p.token == CACHE_LOOKUP).then_some(p.hash);
             if p.len as usize > SHORT {
                 match cache_hash {
-                    Some(_) => model.encode_merged_hashed(piece, cache_hash, true, 0, out, state),
+                    Some(_) => model.encode_merged(piece, cache_hash, true, 0, out, state),
                     None => model.encode_part(piece, true, out, state),
                 }
                 continue;
@@ -529,7 +536,7 @@ impl<'a> PieceBatch<'a> {
             }
             let cache_hash = cache_hash.unwrap_or_else(|| state.cache.hash(piece));
             let first = out.len();
-            model.encode_merged_hashed(piece, Some(cache_hash), true, MEMO_IDS, out, state);
+            model.encode_merged(piece, Some(cache_hash), true, MEMO_IDS, out, state);
             let ids = &out[first..];
             if ids.len() <= MEMO_IDS {
                 state.memo.store(p.key, memo_hash, index.seed, ids);
@@ -551,9 +558,7 @@ fn fetch_cached(pending: &mut [Pending], text: &[u8], state: &EncodeState) {
             && p.key.may_have_many_ids()
             && state.memo.get(p.key, p.hash).is_none()
         {
-            p.hash = state
-                .cache
-                .hash(&text[p.start as usize..(p.start + p.len) as usize]);
+            p.hash = state.cache.hash(p.piece(text));
             state.cache.prefetch_slot(p.hash);
             p.token = CACHE_LOOKUP;
         }
