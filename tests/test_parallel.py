@@ -57,6 +57,23 @@ def test_flat_batch_special_tokens_surrogates_and_empty(cl100k, tiktoken_cl100k)
         cl100k.encode_batch_flat("one text")  # type: ignore[arg-type]
 
 
+
+def test_batches_read_any_sequence_and_leave_the_callers_list_alone(cl100k, tiktoken_cl100k):
+    class Text(str):
+        pass
+
+    texts = ["plain", "ünïcödé 文字", Text("a subclass"), "", "x" * 300] * 50
+    expected = tiktoken_cl100k.encode_ordinary_batch(texts)
+    before = list(texts)
+    for given_texts in (texts, tuple(texts), iter(texts), (t for t in texts)):
+        assert rows(cl100k.encode_batch_flat(given_texts, add_special_tokens=False)) == expected
+    assert cl100k.encode_batch_ids(texts, add_special_tokens=False) == expected
+    assert texts == before and all(a is b for a, b in zip(texts, before))
+    # A list (and strings) that only the call holds.
+    assert rows(cl100k.encode_batch_flat([t + "!" for t in texts], add_special_tokens=False)) == [
+        tiktoken_cl100k.encode_ordinary(t + "!") for t in texts
+    ]
+
 def documents(flores) -> list[str]:
     """Documents of several languages, 0.3 to 1.5 MB each, ending in white
     space (the `$` alternatives)."""

@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from polytok import _core
-from polytok._args import id_error, refuse_single_string, text_list, whole_numbers
+from polytok._args import batch_texts, id_error, refuse_single_string, whole_numbers
 from polytok._component import Component
 from polytok._counting import without_surrogates
 from polytok import _files
@@ -325,7 +325,7 @@ class Tokenizer(_core.TokenizerBase):
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
     ) -> list[list[int]]:
         """The ids of many texts, as lists, encoded on all cores."""
-        texts = text_list(texts)
+        texts = batch_texts(texts)
         allowed = _allowed(allowed_special)
         try:
             return self._pipeline.encode_batch_ids(texts, add_special_tokens, allowed)
@@ -348,7 +348,7 @@ class Tokenizer(_core.TokenizerBase):
         >>> offsets.tolist(), ids.dtype.name
         ([0, 1, 5, 5], 'uint32')
         """
-        texts = text_list(texts)
+        texts = batch_texts(texts)
         allowed = _allowed(allowed_special)
         try:
             ids, offsets = self._pipeline.encode_batch_flat(texts, add_special_tokens, allowed)

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::{
     allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
-    run_encoding, strings, to_py, with_ids, Bpe, FlatArrays, GcPause, Ints, Unigram, WordPiece,
+    run_encoding, to_py, with_ids, Bpe, FlatArrays, GcPause, Ints, Texts, Unigram, WordPiece,
 };
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
@@ -425,11 +425,8 @@ impl Pipeline {
             );
         }
         let allowed = allowed_special_tokens(allowed_special)?;
-        let texts = strings(texts)?;
-        let texts = texts
-            .iter()
-            .map(|t| Ok((t.to_str()?, None)))
-            .collect::<PyResult<Vec<_>>>()?;
+        let texts = Texts::of(texts)?;
+        let texts: Vec<_> = texts.as_strs().iter().map(|&t| (t, None)).collect();
         let encodings = in_pool(py, || {
             tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false)
         })?
