@@ -121,8 +121,8 @@ impl Classes {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: SSE2 is part of x86-64; AVX2 is checked.
         let mut classes = match avx2() {
-            true => unsafe { classify_avx2::<R>(window) },
-            false => unsafe { classify_sse2::<R>(window) },
+            true => unsafe { classify_avx2::<R>(window, len) },
+            false => unsafe { classify_sse2::<R>(window, len) },
         };
         #[cfg(not(target_arch = "x86_64"))]
         let mut classes = classify_bytes::<R>(window);
@@ -407,14 +407,17 @@ fn scalar_bits(bytes: &[u8; 64], test: impl Fn(u8) -> bool) -> u64 {
 
 /// `classify_bytes` on 64 bytes, `$width` at a time with the compares of
 /// `$feature`: one body for the SSE2 and the AVX2 versions, which differ in
-/// their vector type and intrinsics only.
+/// their vector type and intrinsics only. Only the vectors that hold some of
+/// the first `len` bytes are classified (a short line's window is often one
+/// of two): the bitmaps are zero past them, and `valid` is the caller's to
+/// cut.
 macro_rules! classify_vectors {
     ($(#[$doc:meta])* $name:ident, $feature:literal, $width:literal, $vector:ident, $mask_bits:ty,
      $load:ident, $set1:ident, $cmpgt:ident, $cmpeq:ident, $and:ident, $or:ident, $movemask:ident) => {
         $(#[$doc])*
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $name<R: Rules>(bytes: &[u8; 64]) -> Classes {
+        unsafe fn $name<R: Rules>(bytes: &[u8; 64], len: usize) -> Classes {
             use std::arch::x86_64::*;
             let splat = |b: u8| $set1(b as i8);
             // Signed compares: a non-ASCII byte is negative and falls in no
@@ -427,7 +430,7 @@ macro_rules! classify_vectors {
                 valid: u64::MAX,
                 ..Classes::default()
             };
-            for k in 0..64 / $width {
+            for k in 0..len.div_ceil($width) {
                 // SAFETY: `$width` bytes at `$width * k` < 64, an unaligned
                 // load.
                 let v = unsafe { $load(bytes.as_ptr().add($width * k) as *const $vector) };
@@ -828,12 +831,12 @@ mod tests {
             let expected = classify_bytes::<R>(window);
             // SAFETY: SSE2 is part of x86-64; AVX2 is checked.
             assert_eq!(
-                unsafe { classify_sse2::<R>(window) },
+                unsafe { classify_sse2::<R>(window, 64) },
                 expected,
                 "{window:?}"
             );
             if std::arch::is_x86_feature_detected!("avx2") {
-                let avx2 = unsafe { classify_avx2::<R>(window) };
+                let avx2 = unsafe { classify_avx2::<R>(window, 64) };
                 assert_eq!(avx2, expected, "{window:?}");
             }
         }
