@@ -57,7 +57,6 @@ def test_flat_batch_special_tokens_surrogates_and_empty(cl100k, tiktoken_cl100k)
         cl100k.encode_batch_flat("one text")  # type: ignore[arg-type]
 
 
-
 def test_batches_read_any_sequence_and_leave_the_callers_list_alone(cl100k, tiktoken_cl100k):
     class Text(str):
         pass
@@ -73,6 +72,7 @@ def test_batches_read_any_sequence_and_leave_the_callers_list_alone(cl100k, tikt
     assert rows(cl100k.encode_batch_flat([t + "!" for t in texts], add_special_tokens=False)) == [
         tiktoken_cl100k.encode_ordinary(t + "!") for t in texts
     ]
+
 
 def documents(flores) -> list[str]:
     """Documents of several languages, 0.3 to 1.5 MB each, ending in white

@@ -26,8 +26,7 @@ def batch_texts(texts: Iterable[str]) -> list[str]:
     """The texts of a batch as a list: the caller's own list where it is
     one, read and never kept (copying 100,000 texts costs milliseconds on
     one thread, outside the work spread over every core)."""
-    refuse_single_string(texts)
-    return texts if type(texts) is list else list(texts)
+    return texts if type(texts) is list else text_list(texts)
 
 
 def whole_numbers(minimum: int = 1, **values: int | None) -> None:

@@ -162,9 +162,9 @@ impl Classes {
     }
 
     /// Classifies the non-ASCII characters of `window` (the bytes these
-    /// classes are of, zero padded past the text's end) and moves every bitmap from bytes to characters (bit `i`:
-    /// character `i`), so that the rules, which count characters, apply
-    /// unchanged. Returns the first byte of each character, the map back;
+    /// classes are of, zero padded past the text's end) and moves every
+    /// bitmap from bytes to characters (bit `i`: character `i`), so that
+    /// the rules, which count characters, apply unchanged. Returns the first byte of each character, the map back;
     /// `None` (and the window cut before its first non-ASCII byte) where
     /// the CPU has no PEXT/PDEP.
     fn in_chars<R: Rules>(&mut self, window: &[u8; 64]) -> Option<u64> {
