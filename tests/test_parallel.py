@@ -84,6 +84,25 @@ def documents(flores) -> list[str]:
     return out
 
 
+# Characters of each width CPython keeps strings in (Latin-1, UCS-2, UCS-4),
+# and surrogates: alone, in pairs, in the wrong order.
+WIDTHS_AND_SURROGATES = ["a", " ", "\n", "é", "ÿ", "ł", "文", "😀", "\U0010ffff", "\ud800", "\udc00", "\ud83d", "\ude00"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WIDTHS_AND_SURROGATES), max_size=12).map("".join), max_size=80))
+def test_batches_read_strings_of_every_width(cl100k, tiktoken_cl100k, texts):
+    """Each pool thread turns its texts into UTF-8: every width reads as its
+    characters, and surrogates as tiktoken reads them (a pair as its
+    character, one alone as U+FFFD), in the encoders and in counting."""
+    expected = [tiktoken_cl100k.encode_ordinary(t) for t in texts]
+    assert rows(cl100k.encode_batch_flat(texts, add_special_tokens=False)) == expected
+    assert cl100k.encode_batch_ids(texts, add_special_tokens=False) == expected
+    cleaned = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+    counts = polytok.Counts.for_bpe().add_texts(texts)
+    assert counts.to_bytes() == polytok.Counts.for_bpe().add_texts(cleaned).to_bytes()
+
+
 @pytest.fixture(scope="module")
 def many_threads():
     if len(os.sched_getaffinity(0)) < 2:

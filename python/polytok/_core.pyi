@@ -108,7 +108,7 @@ class PieceCounter:
     ) -> PieceCounter:
         """A counter of SentencePiece words (spaces handled as SentencePiece does, line by line; a word starts at each ``▁``), for Unigram."""
     def add_texts(self, texts: list[str]) -> None:
-        """Counts a batch of texts on all cores (each text on its own: pieces never span two texts)."""
+        """Counts a batch of texts on all cores (each text on its own: pieces never span two texts; lone surrogates read as U+FFFD)."""
     def add_arrow_strings(
         self, offsets: _Buffer, data: _Buffer, offset_width: int, first: int, rows: int, parallel: bool = True
     ) -> None:
@@ -377,7 +377,7 @@ class Pipeline:
         add_special_tokens: bool = True,
         allowed_special: _AllowedSpecial = None,
     ) -> list[list[int]]:
-        """The ids of many texts, as lists, encoded on all cores."""
+        """The ids of many texts, as lists, encoded on all cores (lone surrogates read as U+FFFD)."""
     def encode_batch_arrays(
         self,
         inputs: _Inputs,
@@ -401,7 +401,7 @@ class Pipeline:
         add_special_tokens: bool = True,
         allowed_special: _AllowedSpecial = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Every id of a batch (``uint32``) and the ``n + 1`` offsets where each text's start (``int64``), encoded on all cores without the GIL: the tokens of each whole text, never truncated nor padded."""
+        """Every id of a batch (``uint32``) and the ``n + 1`` offsets where each text's start (``int64``), encoded on all cores without the GIL: the tokens of each whole text, never truncated nor padded (lone surrogates read as U+FFFD)."""
     def pieces(self, text: str) -> list[str]:
         """The pieces the model gets for ``text``: normalized and pre-tokenized (no special tokens looked for)."""
     def without_special(self, ids: Sequence[int]) -> list[int]:

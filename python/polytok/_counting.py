@@ -33,10 +33,7 @@ def count_texts(counter: _core.PieceCounter, texts: Iterable[str]) -> None:
         for i, text in enumerate(batch):
             if not isinstance(text, str):
                 raise TypeError(f"texts must be strings; item {i} of a batch is {type(text).__name__}")
-        try:
-            counter.add_texts(batch)
-        except UnicodeEncodeError:
-            counter.add_texts([without_surrogates(text) for text in batch])
+        counter.add_texts(batch)  # lone surrogates become U+FFFD there
 
 
 def without_surrogates(text: str) -> str:

@@ -327,10 +327,7 @@ class Tokenizer(_core.TokenizerBase):
         """The ids of many texts, as lists, encoded on all cores."""
         texts = batch_texts(texts)
         allowed = _allowed(allowed_special)
-        try:
-            return self._pipeline.encode_batch_ids(texts, add_special_tokens, allowed)
-        except UnicodeEncodeError:
-            return self._pipeline.encode_batch_ids(_clean_inputs(texts), add_special_tokens, allowed)
+        return self._pipeline.encode_batch_ids(texts, add_special_tokens, allowed)
 
     def encode_batch_flat(
         self, texts: Sequence[str], *, add_special_tokens: bool = True, allowed_special: AllowedSpecial = ()
@@ -350,10 +347,7 @@ class Tokenizer(_core.TokenizerBase):
         """
         texts = batch_texts(texts)
         allowed = _allowed(allowed_special)
-        try:
-            ids, offsets = self._pipeline.encode_batch_flat(texts, add_special_tokens, allowed)
-        except UnicodeEncodeError:
-            ids, offsets = self._pipeline.encode_batch_flat(_clean_inputs(texts), add_special_tokens, allowed)
+        ids, offsets = self._pipeline.encode_batch_flat(texts, add_special_tokens, allowed)
         return FlatIds(ids, offsets)
 
     def encode_batch_numpy(

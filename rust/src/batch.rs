@@ -64,11 +64,32 @@ thread_local! {
     static RUNS: RefCell<IdRuns> = RefCell::new(IdRuns::default());
 }
 
+/// Texts that a pool thread reads as `&str`, a run at a time: `&str` as they
+/// are, strings as themselves, text in a fixed width per character
+/// (`text::widths`, how the Python layer passes strings) turned into UTF-8
+/// on that thread.
+pub trait StrRun: Sync + Sized {
+    /// Calls `read` with the texts of `run` as `&str`, in order.
+    fn with_strs<R>(run: &[Self], read: impl FnOnce(&[&str]) -> R) -> R;
+}
+
+impl StrRun for &str {
+    fn with_strs<R>(run: &[Self], read: impl FnOnce(&[&str]) -> R) -> R {
+        read(run)
+    }
+}
+
+impl StrRun for String {
+    fn with_strs<R>(run: &[Self], read: impl FnOnce(&[&str]) -> R) -> R {
+        read(&run.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+}
+
 /// Encodes `texts` in chunks on all cores: `encode` appends a chunk's texts
 /// to an empty [`IdRuns`], and `finish` turns that into the chunk's result,
 /// on the same thread. Results come in text order.
-pub fn encode_chunks<R: Send>(
-    texts: &[&str],
+pub fn encode_chunks<T: StrRun, R: Send>(
+    texts: &[T],
     encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
     finish: impl Fn(&IdRuns) -> R + Sync,
 ) -> Result<Vec<R>> {
@@ -81,7 +102,7 @@ pub fn encode_chunks<R: Send>(
             RUNS.with(|runs| {
                 let runs = &mut *runs.borrow_mut();
                 runs.clear();
-                encode(chunk, runs)?;
+                T::with_strs(chunk, |chunk| encode(chunk, runs))?;
                 let result = finish(runs);
                 runs.release_if_large();
                 Ok(result)
@@ -108,8 +129,8 @@ pub fn encode_batch(
 /// cores too, into memory that nothing wrote before (the vector's spare
 /// capacity: neither zeroed first nor touched by this thread), so a copy
 /// at memory speed is all that this contiguous form costs.
-pub fn encode_flat(
-    texts: &[&str],
+pub fn encode_flat<T: StrRun>(
+    texts: &[T],
     encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
 ) -> Result<(Vec<u32>, Vec<i64>)> {
     let chunks = encode_chunks(texts, encode, |runs| (runs.ids.clone(), runs.ends.clone()))?;
@@ -186,7 +207,7 @@ mod tests {
             let own = &ids[offsets[i] as usize..offsets[i + 1] as usize];
             assert_eq!(own, &text.bytes().map(u32::from).collect::<Vec<_>>()[..]);
         }
-        let (ids, offsets) = encode_flat(&[], |_, _| Ok(())).unwrap();
+        let (ids, offsets) = encode_flat::<&str>(&[], |_, _| Ok(())).unwrap();
         assert!(ids.is_empty());
         assert_eq!(offsets, [0]);
     }

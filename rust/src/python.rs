@@ -10,11 +10,10 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyTypeError, PyValueError,
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError,
 };
-use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyModule};
 
 use crate::batch::{self, IdRuns};
 use crate::bpe::{self, BpeModel, TrainerSettings};
@@ -33,6 +32,9 @@ use crate::vocab::AllowedSpecial;
 use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainerSettings};
 
 mod pipeline;
+mod texts;
+
+use texts::Texts;
 
 create_exception!(
     polytok,
@@ -225,10 +227,10 @@ impl PieceCounter {
     }
 
     /// Counts a batch of texts on all cores (each text on its own: pieces
-    /// never span two texts).
+    /// never span two texts; lone surrogates read as U+FFFD).
     fn add_texts(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<()> {
         let texts = Texts::of(texts)?;
-        let texts = texts.as_strs();
+        let texts = texts.texts();
         let counts = in_pool(py, || self.counter.count_texts(texts))?.map_err(to_py)?;
         self.lock().merge(counts);
         Ok(())
@@ -813,61 +815,6 @@ fn with_ids<R>(
     })
 }
 
-/// The texts of a Python list, each held by a reference taken here: they
-/// stay alive while the GIL is released, whatever Python does to the list
-/// meanwhile. A `TypeError` names the first item that is not a string.
-pub(crate) struct Texts<'py> {
-    /// Kept for its references, released on drop (with the GIL: a `Texts`
-    /// stays on the thread that made it).
-    _held: Vec<Bound<'py, PyString>>,
-    /// The UTF-8 of each, borrowed from `_held` (hence private: `as_strs`
-    /// lends them for no longer than `self`).
-    strs: Vec<&'static str>,
-}
-
-impl<'py> Texts<'py> {
-    /// Reads the list on the FFI: this runs on one thread before the work
-    /// spreads over every core, and pyo3's item-by-item path (a checked
-    /// `PyList_GetItem` per item, a vector grown by doubling) took 6 ms of a
-    /// 68 ms batch of the 284,000 lines of 10 MB of English, on two threads.
-    pub(crate) fn of(texts: &Bound<'py, PyList>) -> PyResult<Self> {
-        // Items this far ahead are fetched: the strings lie all over memory.
-        const AHEAD: usize = 8;
-        let (list, n) = (texts.as_ptr(), texts.len());
-        let mut held = Vec::with_capacity(n);
-        let mut strs = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY (both): below the list's length, with the GIL held, and
-            // no Python code runs in this loop (an error ends it), so the
-            // list does not change; the prefetch only reads an address.
-            if i + AHEAD < n {
-                crate::prefetch::line(unsafe {
-                    &*ffi::PyList_GET_ITEM(list, (i + AHEAD) as isize)
-                });
-            }
-            let item = unsafe { ffi::PyList_GET_ITEM(list, i as isize) };
-            let item = unsafe { Bound::from_borrowed_ptr(texts.py(), item) };
-            let text = item.cast_into::<PyString>().map_err(|err| {
-                let type_name = err.into_inner().get_type().name().map(|n| n.to_string());
-                PyTypeError::new_err(format!(
-                    "texts[{i}] is {}, not str",
-                    type_name.as_deref().unwrap_or("not a string")
-                ))
-            })?;
-            // SAFETY: a string's UTF-8 lives as long as the string, which
-            // `_held` keeps until `self` is dropped; `as_strs` lends it no
-            // longer.
-            strs.push(unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) });
-            held.push(text);
-        }
-        Ok(Texts { _held: held, strs })
-    }
-
-    pub(crate) fn as_strs(&self) -> &[&str] {
-        &self.strs
-    }
-}
-
 /// A batch's ids as Python lists, without the GIL: chunks of texts are
 /// encoded on all cores (`encode_texts`, see `batch::encode_chunks`), and
 /// the thread that encoded a chunk then takes the GIL to turn it into
@@ -883,7 +830,7 @@ fn encode_batch_lists<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let allowed = allowed_special_tokens(allowed_special)?;
     let texts = Texts::of(texts)?;
-    let texts = texts.as_strs();
+    let texts = texts.texts();
     let _paused = GcPause::new(py)?;
     let chunks = in_pool(py, || {
         batch::encode_chunks(
@@ -919,7 +866,7 @@ fn encode_batch_flat<'py>(
     encode_texts: impl Fn(&[&str], &mut IdRuns) -> Result<(), Error> + Sync,
 ) -> PyResult<FlatArrays<'py>> {
     let texts = Texts::of(texts)?;
-    let texts = texts.as_strs();
+    let texts = texts.texts();
     let (ids, offsets) =
         in_pool(py, || batch::encode_flat(texts, &encode_texts))?.map_err(to_py)?;
     Ok((ids.into_pyarray(py), offsets.into_pyarray(py)))

@@ -27,6 +27,7 @@ use std::time::Duration;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 
+use crate::batch::StrRun;
 use crate::corpus::{BadBytes, ChunkReader};
 use crate::error::{Error, Result};
 use crate::progress::{Progress, Stage};
@@ -445,28 +446,22 @@ impl Counter {
     }
 
     /// Counts many texts on all cores.
-    pub fn count_texts<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<PieceCounts> {
-        self.count_rows(texts.len(), |i| Ok(texts[i].as_ref()))
+    pub fn count_texts<S: StrRun>(&self, texts: &[S]) -> Result<PieceCounts> {
+        count_runs(texts.len(), |rows, counts| {
+            S::with_strs(&texts[rows], |run| {
+                self.count_many(run.iter().map(|&text| Ok(text)), counts)
+            })
+        })
     }
 
     /// Counts rows `0..n`, each the text `row` gives (or an error), on all
-    /// cores: runs of rows, each through one `count_many`, into one table
-    /// per pool thread, added at the end.
+    /// cores.
     pub fn count_rows<'a>(
         &self,
         n: usize,
         row: impl Fn(usize) -> Result<&'a str> + Sync,
     ) -> Result<PieceCounts> {
-        let threads = rayon::current_num_threads();
-        let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
-        // More runs than threads, so that a thread done early takes another.
-        let runs = (4 * threads).min(n);
-        (0..runs).into_par_iter().try_for_each(|run| {
-            let counts = &per_thread[rayon::current_thread_index().unwrap_or(0) % threads];
-            let rows = run * n / runs..(run + 1) * n / runs;
-            self.count_many(rows.map(&row), &mut lock(counts))
-        })?;
-        Ok(sum_per_thread(per_thread))
+        count_runs(n, |rows, counts| self.count_many(rows.map(&row), counts))
     }
 
     /// The parts of a chunk to count apart, as byte ranges. A SentencePiece
@@ -673,6 +668,24 @@ impl Pending {
     }
 }
 
+/// Counts rows `0..n` on all cores: `count_run` counts a run of them
+/// into the table of the pool thread it runs on, and the tables are
+/// added at the end.
+fn count_runs(
+    n: usize,
+    count_run: impl Fn(std::ops::Range<usize>, &mut PieceCounts) -> Result<()> + Sync,
+) -> Result<PieceCounts> {
+    let threads = rayon::current_num_threads();
+    let per_thread: Vec<Mutex<PieceCounts>> = (0..threads).map(|_| Mutex::default()).collect();
+    // More runs than threads, so that a thread done early takes another.
+    let runs = (4 * threads).min(n);
+    (0..runs).into_par_iter().try_for_each(|run| {
+        let counts = &per_thread[rayon::current_thread_index().unwrap_or(0) % threads];
+        count_run(run * n / runs..(run + 1) * n / runs, &mut lock(counts))
+    })?;
+    Ok(sum_per_thread(per_thread))
+}
+
 /// The sum of the counts of each pool thread.
 fn sum_per_thread(per_thread: Vec<Mutex<PieceCounts>>) -> PieceCounts {
     PieceCounts::sum(
@@ -713,7 +726,7 @@ mod tests {
         // Counted apart and added: the same.
         let mut sharded = PieceCounts::default();
         for part in &parts {
-            sharded.add(&counter.count_texts(&[part]).unwrap());
+            sharded.add(&counter.count_texts(&[*part]).unwrap());
         }
         assert_eq!(sharded.pieces, whole.pieces);
         assert_eq!(sharded.text_bytes, whole.text_bytes);

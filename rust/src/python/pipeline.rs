@@ -24,9 +24,11 @@ use super::{
     allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
     run_encoding, to_py, with_ids, Bpe, FlatArrays, GcPause, Ints, Texts, Unigram, WordPiece,
 };
+use crate::batch::StrRun;
 use crate::encoding::{Encoding as RustEncoding, Token};
 use crate::model::Model;
 use crate::text::pre_tokenizers::PreTokenizer;
+use crate::text::widths::FixedWidth;
 use crate::text::{CharIndex, Normalized};
 use crate::tokenizer::{PipelineSpec, Tokenizer};
 use crate::vocab::AllowedSpecial;
@@ -403,7 +405,8 @@ impl Pipeline {
         self.ints.list(py, &encoding.padded_ids())
     }
 
-    /// The ids of many texts, as lists, encoded on all cores.
+    /// The ids of many texts, as lists, encoded on all cores (lone
+    /// surrogates read as U+FFFD).
     #[pyo3(signature = (texts, add_special_tokens = true, allowed_special = None))]
     fn encode_batch_ids<'py>(
         &self,
@@ -426,9 +429,14 @@ impl Pipeline {
         }
         let allowed = allowed_special_tokens(allowed_special)?;
         let texts = Texts::of(texts)?;
-        let texts: Vec<_> = texts.as_strs().iter().map(|&t| (t, None)).collect();
+        let texts = texts.texts();
         let encodings = in_pool(py, || {
-            tokenizer.encode_batch(&texts, add_special_tokens, &allowed, false)
+            // Padded together, so encoded together: the UTF-8 of every text
+            // at once.
+            FixedWidth::with_strs(texts, |texts| {
+                let inputs: Vec<_> = texts.iter().map(|&t| (t, None)).collect();
+                tokenizer.encode_batch(&inputs, add_special_tokens, &allowed, false)
+            })
         })?
         .map_err(to_py)?;
         let _paused = GcPause::new(py)?;
@@ -541,7 +549,7 @@ impl Pipeline {
     /// Every id of a batch and where each text's start, as NumPy arrays
     /// (see `encode_batch_flat` in `python.rs`): the tokens of each whole
     /// text, with the template when `add_special_tokens`, never truncated
-    /// nor padded.
+    /// nor padded (lone surrogates read as U+FFFD).
     #[pyo3(signature = (texts, add_special_tokens = true, allowed_special = None))]
     fn encode_batch_flat<'py>(
         &self,

@@ -13,7 +13,9 @@
 //! - [`bert`]: BERT's normalization and word splitting, fast, for the
 //!   normalizer, the pre-tokenizer and the training counter;
 //! - [`sentencepiece`]: SentencePiece's whitespace rules in one pass, for
-//!   the training counter (the pipeline has them as steps).
+//!   the training counter (the pipeline has them as steps);
+//! - [`widths`]: text in CPython's fixed widths, read as UTF-8 on the
+//!   thread that encodes it.
 //!
 //! The ids-only path builds a `Normalized` without the map (`track =
 //! false`): the transforms then only write text, and no per-byte table is
@@ -25,6 +27,7 @@ pub mod pattern;
 pub mod pre_tokenizers;
 pub mod precompiled;
 pub mod sentencepiece;
+pub mod widths;
 
 use std::ops::Range;
 
