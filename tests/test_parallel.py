@@ -53,6 +53,9 @@ def test_flat_batch_special_tokens_surrogates_and_empty(cl100k, tiktoken_cl100k)
     assert ids.tolist() == [] and offsets.tolist() == [0]
     with pytest.raises(TypeError, match=r"texts\[1\] is int"):
         cl100k.encode_batch_flat(["a", 1])  # type: ignore[list-item]
+    # Far into a long list, once the chunks read before it are being encoded.
+    with pytest.raises(TypeError, match=r"texts\[9000\] is bytes"):
+        cl100k.encode_batch_flat(["some text"] * 9000 + [b"bytes"] + ["more"] * 100)  # type: ignore[list-item]
     with pytest.raises(TypeError):
         cl100k.encode_batch_flat("one text")  # type: ignore[arg-type]
 
@@ -82,6 +85,47 @@ def documents(flores) -> list[str]:
         others = LANGUAGES[i : i + 1 + i % 4]
         out.append("\n".join(line for other in others for line in flores[other] * 3) + "\n \n")
     return out
+
+
+def test_batches_from_many_python_threads_at_once(cl100k, tiktoken_cl100k, flores):
+    """Calls from several Python threads share the pool, each reading its
+    own list while the others encode; a list that another thread changes
+    during a call is encoded as it was when the call read it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    languages = sorted(flores)[:6]
+    batches = [flores[language] * 3 for language in languages]
+    expected = [tiktoken_cl100k.encode_ordinary_batch(batch, num_threads=2) for batch in batches]
+    shared = list(batches[0])
+    done = threading.Event()
+
+    def change_shared() -> None:
+        while not done.is_set():
+            shared.extend(["more"] * 1000)
+            del shared[-1000:]
+
+    def encode(i: int) -> bool:
+        flat = rows(cl100k.encode_batch_flat(batches[i], add_special_tokens=False))
+        lists = cl100k.encode_batch_ids(batches[i], add_special_tokens=False)
+        ok = flat == lists == expected[i]
+        for _ in range(5):
+            for own in (
+                rows(cl100k.encode_batch_flat(shared, add_special_tokens=False)),
+                cl100k.encode_batch_ids(shared, add_special_tokens=False),
+            ):
+                more = own[len(expected[0]) :]
+                ok &= own[: len(expected[0])] == expected[0] and len(more) in (0, 1000)
+        return ok
+
+    changer = threading.Thread(target=change_shared)
+    changer.start()
+    try:
+        with ThreadPoolExecutor(len(batches)) as pool:
+            assert all(pool.map(encode, range(len(batches))))
+    finally:
+        done.set()
+        changer.join()
 
 
 # Characters of each width CPython keeps strings in (Latin-1, UCS-2, UCS-4),

@@ -85,29 +85,41 @@ impl StrRun for String {
     }
 }
 
-/// Encodes `texts` in chunks on all cores: `encode` appends a chunk's texts
-/// to an empty [`IdRuns`], and `finish` turns that into the chunk's result,
-/// on the same thread. Results come in text order.
+/// Texts per chunk of a batch of `n` on `threads` threads.
+pub fn chunk_len(n: usize, threads: usize) -> usize {
+    // Several chunks per thread, so that a chunk of long texts does not
+    // leave the other threads idle at the end.
+    (n / (8 * threads)).max(MIN_CHUNK)
+}
+
+/// Encodes one chunk on this thread: `encode` appends the chunk's texts to
+/// this thread's emptied [`IdRuns`], and `finish` turns that into the
+/// chunk's result.
+pub fn encode_chunk<T: StrRun, R>(
+    chunk: &[T],
+    encode: impl Fn(&[&str], &mut IdRuns) -> Result<()>,
+    finish: impl Fn(&IdRuns) -> R,
+) -> Result<R> {
+    RUNS.with(|runs| {
+        let runs = &mut *runs.borrow_mut();
+        runs.clear();
+        T::with_strs(chunk, |chunk| encode(chunk, runs))?;
+        let result = finish(runs);
+        runs.release_if_large();
+        Ok(result)
+    })
+}
+
+/// Encodes `texts` in chunks on all cores ([`encode_chunk`]). Results come
+/// in text order.
 pub fn encode_chunks<T: StrRun, R: Send>(
     texts: &[T],
     encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
     finish: impl Fn(&IdRuns) -> R + Sync,
 ) -> Result<Vec<R>> {
-    // Several chunks per thread, so that a chunk of long texts does not
-    // leave the other threads idle at the end.
-    let chunk_len = (texts.len() / (8 * rayon::current_num_threads())).max(MIN_CHUNK);
     texts
-        .par_chunks(chunk_len)
-        .map(|chunk| {
-            RUNS.with(|runs| {
-                let runs = &mut *runs.borrow_mut();
-                runs.clear();
-                T::with_strs(chunk, |chunk| encode(chunk, runs))?;
-                let result = finish(runs);
-                runs.release_if_large();
-                Ok(result)
-            })
-        })
+        .par_chunks(chunk_len(texts.len(), rayon::current_num_threads()))
+        .map(|chunk| encode_chunk(chunk, &encode, &finish))
         .collect()
 }
 
@@ -123,27 +135,41 @@ pub fn encode_batch(
     Ok(chunks.into_iter().flatten().collect())
 }
 
+/// A chunk's ids, one text after another, and where each text's end.
+pub type FlatChunk = (Vec<u32>, Vec<usize>);
+
+/// What a chunk of the flat form keeps (`finish` of [`encode_chunk`]).
+pub fn flat_chunk(runs: &IdRuns) -> FlatChunk {
+    (runs.ids.clone(), runs.ends.clone())
+}
+
 /// Encodes `texts` on all cores into one vector of every id, one text
 /// after another, and the `n + 1` offsets where each text's ids start (and
-/// the last one's end). The chunks' ids are then copied into place on all
-/// cores too, into memory that nothing wrote before (the vector's spare
-/// capacity: neither zeroed first nor touched by this thread), so a copy
-/// at memory speed is all that this contiguous form costs.
+/// the last one's end); see [`join_flat`].
 pub fn encode_flat<T: StrRun>(
     texts: &[T],
     encode: impl Fn(&[&str], &mut IdRuns) -> Result<()> + Sync,
 ) -> Result<(Vec<u32>, Vec<i64>)> {
-    let chunks = encode_chunks(texts, encode, |runs| (runs.ids.clone(), runs.ends.clone()))?;
+    let chunks = encode_chunks(texts, encode, flat_chunk)?;
+    Ok(join_flat(&chunks, texts.len()))
+}
+
+/// The flat form of `texts` texts encoded in `chunks`: every id, and the
+/// `n + 1` offsets. The chunks' ids are copied into place on all cores,
+/// into memory that nothing wrote before (the vector's spare capacity:
+/// neither zeroed first nor touched by this thread), so a copy at memory
+/// speed is all that this contiguous form costs.
+pub fn join_flat(chunks: &[FlatChunk], texts: usize) -> (Vec<u32>, Vec<i64>) {
     let total = chunks.iter().map(|(ids, _)| ids.len()).sum();
     let mut ids: Vec<u32> = Vec::with_capacity(total);
-    let mut offsets = vec![0i64; texts.len() + 1];
+    let mut offsets = vec![0i64; texts + 1];
     // Each chunk's place in both vectors.
     let mut id_parts = Vec::with_capacity(chunks.len());
     let mut offset_parts = Vec::with_capacity(chunks.len());
     let (mut id_rest, mut offset_rest) =
         (&mut ids.spare_capacity_mut()[..total], &mut offsets[1..]);
     let mut base = 0;
-    for (chunk_ids, ends) in &chunks {
+    for (chunk_ids, ends) in chunks {
         let (part, rest) = id_rest.split_at_mut(chunk_ids.len());
         id_parts.push(part);
         id_rest = rest;
@@ -155,7 +181,7 @@ pub fn encode_flat<T: StrRun>(
     id_parts
         .into_par_iter()
         .zip(offset_parts)
-        .zip(&chunks)
+        .zip(chunks)
         .for_each(|((id_part, (offset_part, base)), (chunk_ids, ends))| {
             for (slot, &id) in id_part.iter_mut().zip(chunk_ids) {
                 slot.write(id);
@@ -167,7 +193,7 @@ pub fn encode_flat<T: StrRun>(
     // SAFETY: the parts cover the first `total` slots exactly once, and
     // each was written above.
     unsafe { ids.set_len(total) };
-    Ok((ids, offsets))
+    (ids, offsets)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The texts of a batch, read on the FFI where CPython keeps them: their
 //! UTF-8 is made on the pool threads that encode them (`text::widths`: why).
 
+use std::mem::MaybeUninit;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -10,7 +12,8 @@ use crate::text::widths::FixedWidth;
 
 /// The texts of a Python list, each held by a reference taken here: they
 /// stay alive while the GIL is released, whatever Python does to the list
-/// meanwhile. A `TypeError` names the first item that is not a string.
+/// meanwhile. A `TypeError` names the first item that is not a string
+/// (`read_items`).
 pub(crate) struct Texts<'py> {
     /// Kept for its references, released on drop (with the GIL: a `Texts`
     /// stays on the thread that made it).
@@ -21,37 +24,17 @@ pub(crate) struct Texts<'py> {
 }
 
 impl<'py> Texts<'py> {
-    /// Reads the list on the FFI: this runs on one thread before the work
-    /// spreads over every core, and pyo3's item-by-item path (a checked
-    /// `PyList_GetItem` per item, a vector grown by doubling) took 6 ms of a
-    /// 68 ms batch of the 284,000 lines of 10 MB of English, on two threads.
     pub(crate) fn of(texts: &Bound<'py, PyList>) -> PyResult<Self> {
-        // Items this far ahead are fetched: the strings lie all over memory.
-        const AHEAD: usize = 8;
-        let (list, n) = (texts.as_ptr(), texts.len());
-        let mut held = Vec::with_capacity(n);
-        let mut characters = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY (both): below the list's length, with the GIL held, and
-            // no Python code runs in this loop (an error ends it), so the
-            // list does not change; the prefetch only reads an address.
-            if i + AHEAD < n {
-                crate::prefetch::line(unsafe {
-                    &*ffi::PyList_GET_ITEM(list, (i + AHEAD) as isize)
-                });
-            }
-            let item = unsafe { ffi::PyList_GET_ITEM(list, i as isize) };
-            let item = unsafe { Bound::from_borrowed_ptr(texts.py(), item) };
-            let text = item.cast_into::<PyString>().map_err(|err| {
-                let type_name = err.into_inner().get_type().name().map(|n| n.to_string());
-                PyTypeError::new_err(format!(
-                    "texts[{i}] is {}, not str",
-                    type_name.as_deref().unwrap_or("not a string")
-                ))
-            })?;
-            characters.push(characters_of(&text)?);
-            held.push(text);
-        }
+        let n = texts.len();
+        let (mut held, mut characters) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        read_items(
+            texts,
+            0,
+            &mut held,
+            &mut characters.spare_capacity_mut()[..n],
+        )?;
+        // SAFETY: `read_items` wrote the first `n`.
+        unsafe { characters.set_len(n) };
         Ok(Texts {
             _held: held,
             characters,
@@ -62,6 +45,48 @@ impl<'py> Texts<'py> {
     pub(crate) fn texts(&self) -> &[FixedWidth<'_>] {
         &self.characters
     }
+}
+
+/// Reads the items of `list` from `start` on, as many as `out` holds,
+/// with the GIL held: a reference to each string (pushed on `held`), and
+/// where its characters lie (written to `out`, borrowed for as long as
+/// `held` keeps the string). On the FFI: this runs on one thread while (or
+/// before) the work spreads over every core, and pyo3's item-by-item path
+/// (a checked `PyList_GetItem` per item, a vector grown by doubling) took
+/// 6 ms of a 68 ms batch of the 284,000 lines of 10 MB of English, on two
+/// threads.
+pub(crate) fn read_items<'py>(
+    list: &Bound<'py, PyList>,
+    start: usize,
+    held: &mut Vec<Bound<'py, PyString>>,
+    out: &mut [MaybeUninit<FixedWidth<'static>>],
+) -> PyResult<()> {
+    // Items this far ahead are fetched: the strings lie all over memory.
+    const AHEAD: usize = 8;
+    let (list_ptr, n) = (list.as_ptr(), list.len());
+    assert!(start + out.len() <= n, "items past the list's end");
+    for (i, slot) in (start..).zip(out) {
+        // SAFETY (both): below the list's length, with the GIL held, and no
+        // Python code runs while the list is read (an error ends it), so
+        // the list does not change; the prefetch only reads an address.
+        if i + AHEAD < n {
+            crate::prefetch::line(unsafe {
+                &*ffi::PyList_GET_ITEM(list_ptr, (i + AHEAD) as isize)
+            });
+        }
+        let item = unsafe { ffi::PyList_GET_ITEM(list_ptr, i as isize) };
+        let item = unsafe { Bound::from_borrowed_ptr(list.py(), item) };
+        let text = item.cast_into::<PyString>().map_err(|err| {
+            let type_name = err.into_inner().get_type().name().map(|n| n.to_string());
+            PyTypeError::new_err(format!(
+                "texts[{i}] is {}, not str",
+                type_name.as_deref().unwrap_or("not a string")
+            ))
+        })?;
+        slot.write(characters_of(&text)?);
+        held.push(text);
+    }
+    Ok(())
 }
 
 /// Where `text`'s characters lie, in its width. They live as long as the
