@@ -6,7 +6,7 @@
 //! (`PyUnicode_AsUTF8AndSize`, which then keeps a copy in the string).
 //! Asked for on the calling thread, the UTF-8 of every non-ASCII text of a
 //! batch was made there, one text after another, before the work spread
-//! over the cores: 7.6 ms of serial work per call on 10 MB of fresh lines
+//! over the cores: 8 ms of serial work per call on 10 MB of fresh lines
 //! of the multilingual mix, and a UTF-8 copy kept in each string for as
 //! long as the caller keeps it. The Python layer now only notes where each
 //! string's characters lie ([`FixedWidth`]); each pool thread transcodes
