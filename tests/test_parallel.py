@@ -53,9 +53,10 @@ def test_flat_batch_special_tokens_surrogates_and_empty(cl100k, tiktoken_cl100k)
     assert ids.tolist() == [] and offsets.tolist() == [0]
     with pytest.raises(TypeError, match=r"texts\[1\] is int"):
         cl100k.encode_batch_flat(["a", 1])  # type: ignore[list-item]
-    # Far into a long list, once the chunks read before it are being encoded.
-    with pytest.raises(TypeError, match=r"texts\[9000\] is bytes"):
-        cl100k.encode_batch_flat(["some text"] * 9000 + [b"bytes"] + ["more"] * 100)  # type: ignore[list-item]
+    # Far into a long list (read a chunk at a time), once the chunks read
+    # before it are being encoded.
+    with pytest.raises(TypeError, match=r"texts\[30000\] is bytes"):
+        cl100k.encode_batch_flat(["some text"] * 30000 + [b"bytes"] + ["more"] * 100)  # type: ignore[list-item]
     with pytest.raises(TypeError):
         cl100k.encode_batch_flat("one text")  # type: ignore[arg-type]
 
@@ -95,8 +96,9 @@ def test_batches_from_many_python_threads_at_once(cl100k, tiktoken_cl100k, flore
     from concurrent.futures import ThreadPoolExecutor
 
     languages = sorted(flores)[:6]
-    batches = [flores[language] * 3 for language in languages]
-    expected = [tiktoken_cl100k.encode_ordinary_batch(batch, num_threads=2) for batch in batches]
+    # Long enough to be read a chunk at a time (20,000 lines each).
+    batches = [flores[language] * 20 for language in languages]
+    expected = [tiktoken_cl100k.encode_ordinary_batch(flores[language], num_threads=2) * 20 for language in languages]
     shared = list(batches[0])
     done = threading.Event()
 

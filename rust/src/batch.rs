@@ -154,6 +154,12 @@ pub fn encode_flat<T: StrRun>(
     Ok(join_flat(&chunks, texts.len()))
 }
 
+/// The flat form of the texts of one chunk: its ids as they are.
+pub fn flat_of_one((ids, ends): FlatChunk) -> (Vec<u32>, Vec<i64>) {
+    let offsets = std::iter::once(0).chain(ends.iter().map(|&end| end as i64));
+    (ids, offsets.collect())
+}
+
 /// The flat form of `texts` texts encoded in `chunks`: every id, and the
 /// `n + 1` offsets. The chunks' ids are copied into place on all cores,
 /// into memory that nothing wrote before (the vector's spare capacity:
@@ -233,6 +239,11 @@ mod tests {
             let own = &ids[offsets[i] as usize..offsets[i + 1] as usize];
             assert_eq!(own, &text.bytes().map(u32::from).collect::<Vec<_>>()[..]);
         }
+        let chunk = encode_chunk(&texts[..70], bytes_as_ids, flat_chunk).unwrap();
+        assert_eq!(
+            flat_of_one(chunk),
+            encode_flat(&texts[..70], bytes_as_ids).unwrap()
+        );
         let (ids, offsets) = encode_flat::<&str>(&[], |_, _| Ok(())).unwrap();
         assert!(ids.is_empty());
         assert_eq!(offsets, [0]);
