@@ -96,6 +96,21 @@ const KEEP_UTF8: usize = 1 << 24;
 
 impl StrRun for FixedWidth<'_> {
     fn with_strs<R>(run: &[Self], read: impl FnOnce(&[&str]) -> R) -> R {
+        // A run of ASCII (most runs of most text) in one pass, no buffer.
+        let mut strs = Vec::with_capacity(run.len());
+        for &text in run {
+            match text {
+                // SAFETY: ASCII is UTF-8.
+                FixedWidth::Latin1(chars) if chars.is_ascii() => {
+                    strs.push(unsafe { std::str::from_utf8_unchecked(chars) })
+                }
+                _ => break,
+            }
+        }
+        if strs.len() == run.len() {
+            return read(&strs);
+        }
+        drop(strs);
         // Taken out, not borrowed: while `read` waits on the pool it may run
         // other work of the pool, which may come here too.
         let mut utf8 = UTF8.take();
