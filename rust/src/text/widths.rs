@@ -39,6 +39,17 @@ enum Utf8<'a> {
 }
 
 impl<'a> FixedWidth<'a> {
+    /// The text where it lies, if it is ASCII (and so UTF-8 as it is).
+    fn as_ascii(self) -> Option<&'a str> {
+        match self {
+            // SAFETY: ASCII is UTF-8.
+            FixedWidth::Latin1(chars) if chars.is_ascii() => {
+                Some(unsafe { std::str::from_utf8_unchecked(chars) })
+            }
+            _ => None,
+        }
+    }
+
     /// The most bytes its UTF-8 can take.
     fn utf8_bound(self) -> usize {
         match self {
@@ -51,11 +62,10 @@ impl<'a> FixedWidth<'a> {
     /// Its characters as UTF-8: where they lie if ASCII, else written at
     /// the start of `out` (at least `utf8_bound` bytes long).
     fn to_utf8(self, out: &mut [u8]) -> Utf8<'a> {
+        if let Some(text) = self.as_ascii() {
+            return Utf8::InPlace(text);
+        }
         match self {
-            // SAFETY: ASCII is UTF-8.
-            FixedWidth::Latin1(chars) if chars.is_ascii() => {
-                Utf8::InPlace(unsafe { std::str::from_utf8_unchecked(chars) })
-            }
             FixedWidth::Latin1(chars) => {
                 Utf8::Written(encoding_rs::mem::convert_latin1_to_utf8(chars, out))
             }
@@ -98,15 +108,7 @@ impl StrRun for FixedWidth<'_> {
     fn with_strs<R>(run: &[Self], read: impl FnOnce(&[&str]) -> R) -> R {
         // A run of ASCII (most runs of most text) in one pass, no buffer.
         let mut strs = Vec::with_capacity(run.len());
-        for &text in run {
-            match text {
-                // SAFETY: ASCII is UTF-8.
-                FixedWidth::Latin1(chars) if chars.is_ascii() => {
-                    strs.push(unsafe { std::str::from_utf8_unchecked(chars) })
-                }
-                _ => break,
-            }
-        }
+        strs.extend(run.iter().map_while(|text| text.as_ascii()));
         if strs.len() == run.len() {
             return read(&strs);
         }
