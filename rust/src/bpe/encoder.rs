@@ -100,7 +100,7 @@ impl BpeModel {
             if state.model != instance {
                 state.model = instance;
                 state.cache.clear();
-                state.memo = PieceMemo::default();
+                state.memo.clear();
                 state.buffers.memo.clear();
             }
             let result = f(&mut state);

@@ -345,19 +345,8 @@ impl PieceMemo {
         debug_assert!(ids.len() <= MEMO_IDS);
         if 2 * self.stored >= self.lines.len() && self.lines.len() < MEMO_MAX_LINES {
             // Past a piece per two lines (a line of two then rarely drops
-            // one), the next size, keeping what the
-            // smaller table held (older entries first, so that they stay the
-            // older ones).
-            let lines = (self.lines.len() * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
-            let old = std::mem::replace(&mut self.lines, vec![MemoLine::default(); lines]);
-            for slot in [1, 0] {
-                for entry in old.iter().map(|line| line.entries[slot]) {
-                    if !entry.key.is_empty() {
-                        self.put(entry, entry.key.hash(seed));
-                    }
-                }
-            }
-            self.stored = 0;
+            // one), the next size.
+            self.grow(seed);
         }
         let entry = MemoEntry {
             key,
@@ -365,6 +354,42 @@ impl PieceMemo {
         };
         self.put(entry, hash);
         self.stored += 1;
+    }
+
+    /// Quadruples the lines (up to `MEMO_MAX_LINES`), keeping what they
+    /// hold. In place: all the lines the memo may take are reserved at its
+    /// first store (address space only), so that growing touches only the
+    /// new lines. Fresh memory is slow to touch the first time (the kernel
+    /// zeroes it, and on a virtual machine so may the host): growing into
+    /// a new table each time touched 53 MB on the way to 32 MB, and the
+    /// kernel's zeroing of those pages was a sixth of a first pass over the
+    /// multilingual mix on the benchmark machine.
+    fn grow(&mut self, seed: [u64; 2]) {
+        if self.lines.capacity() == 0 {
+            self.lines = Vec::with_capacity(MEMO_MAX_LINES);
+        }
+        let old = self.lines.len();
+        let lines = (old * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
+        self.lines.resize(lines, MemoLine::default());
+        // The entries of line `at` belong at `at + k * old` now (the hash's
+        // next two bits pick `k`): lines no other old line sends entries
+        // to, so each old line is emptied and its entries put again, older
+        // first, so that they stay the older ones.
+        for at in 0..old {
+            let line = std::mem::take(&mut self.lines[at]);
+            for entry in [line.entries[1], line.entries[0]] {
+                if !entry.key.is_empty() {
+                    self.put(entry, entry.key.hash(seed));
+                }
+            }
+        }
+        self.stored = 0;
+    }
+
+    /// Forgets every piece (another model's turn), keeping the room.
+    pub(super) fn clear(&mut self) {
+        self.lines.clear();
+        self.stored = 0;
     }
 
     fn put(&mut self, entry: MemoEntry, hash: u64) {
@@ -659,12 +684,15 @@ mod tests {
         let keys: Vec<Key> = (0..60_000u32)
             .map(|i| Key::of(format!("p{i}").as_bytes(), 0, format!("p{i}").len()))
             .collect();
+        let mut room = None;
         for (i, &key) in keys.iter().enumerate() {
             memo.store(key, key.hash(seed), seed, &[i as u32]);
+            room.get_or_insert(memo.lines.as_ptr());
         }
         // Grown from 1,024 lines four times (growing once more takes twice
-        // as many pieces).
+        // as many pieces), in place.
         assert_eq!(memo.lines.len(), MEMO_MAX_LINES / 2);
+        assert_eq!(Some(memo.lines.as_ptr()), room);
         // The first pieces were stored in a table of 1,024 lines and moved
         // four times; some lost their line to newer pieces, most did not
         // (none would if growing dropped the table).
@@ -678,5 +706,18 @@ mod tests {
             let found = memo.get(key, key.hash(seed));
             assert!(found.is_none() || found == Some(FewIds::new(&[i as u32])));
         }
+        // Cleared (another model's turn): nothing is found, the room stays,
+        // and the memo starts again from its smallest size.
+        memo.clear();
+        assert!(keys
+            .iter()
+            .all(|&key| memo.get(key, key.hash(seed)).is_none()));
+        memo.store(keys[0], keys[0].hash(seed), seed, &[7]);
+        assert_eq!(
+            memo.get(keys[0], keys[0].hash(seed)),
+            Some(FewIds::new(&[7]))
+        );
+        assert_eq!(memo.lines.len(), MEMO_MIN_LINES);
+        assert_eq!(Some(memo.lines.as_ptr()), room);
     }
 }
