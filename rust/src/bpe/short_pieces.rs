@@ -267,6 +267,9 @@ pub(crate) struct PieceMemo {
 const MEMO_IDS: usize = 3;
 const MEMO_MIN_LINES: usize = 1 << 10;
 const MEMO_MAX_LINES: usize = 1 << 19;
+/// The memo moves into room for `MEMO_MAX_LINES` when it grows past this
+/// (1 MB).
+const MEMO_SMALL_LINES: usize = 1 << 14;
 
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
@@ -357,19 +360,25 @@ impl PieceMemo {
     }
 
     /// Quadruples the lines (up to `MEMO_MAX_LINES`), keeping what they
-    /// hold. In place: all the lines the memo may take are reserved at its
-    /// first store (address space only), so that growing touches only the
-    /// new lines. Fresh memory is slow to touch the first time (the kernel
-    /// zeroes it, and on a virtual machine so may the host): growing into
-    /// a new table each time touched 53 MB on the way to 32 MB, and the
-    /// kernel's zeroing of those pages was a sixth of a first pass over the
-    /// multilingual mix on the benchmark machine.
+    /// hold. Past `MEMO_SMALL_LINES`, in place: the room for all the lines
+    /// the memo may take is reserved then (address space only), so that
+    /// growing touches only the new lines. Fresh memory is slow to touch
+    /// the first time (the kernel zeroes it, and on a virtual machine so may
+    /// the host): growing into a new table each time touched 53 MB on the
+    /// way to 32 MB, and the kernel's zeroing of those pages was a sixth of
+    /// a first pass over the multilingual mix on the benchmark machine.
+    /// (Reserved from the start, the room cost a thread that encodes a
+    /// few short texts a whole huge page, 2 MB.)
     fn grow(&mut self, seed: [u64; 2]) {
-        if self.lines.capacity() == 0 {
-            self.lines = Vec::with_capacity(MEMO_MAX_LINES);
-        }
         let old = self.lines.len();
         let lines = (old * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
+        if lines > MEMO_SMALL_LINES && self.lines.capacity() < MEMO_MAX_LINES {
+            let mut room = Vec::with_capacity(MEMO_MAX_LINES);
+            room.extend_from_slice(&self.lines);
+            self.lines = room;
+        }
+        // (Below `MEMO_SMALL_LINES`, an ordinary reallocation, which keeps
+        // the lines too.)
         self.lines.resize(lines, MemoLine::default());
         // The entries of line `at` belong at `at + k * old` now (the hash's
         // next two bits pick `k`): lines no other old line sends entries
@@ -687,11 +696,14 @@ mod tests {
         let mut room = None;
         for (i, &key) in keys.iter().enumerate() {
             memo.store(key, key.hash(seed), seed, &[i as u32]);
-            room.get_or_insert(memo.lines.as_ptr());
+            if memo.lines.len() > MEMO_SMALL_LINES {
+                room.get_or_insert(memo.lines.as_ptr());
+            }
         }
         // Grown from 1,024 lines four times (growing once more takes twice
-        // as many pieces), in place.
+        // as many pieces), in place once past the small sizes.
         assert_eq!(memo.lines.len(), MEMO_MAX_LINES / 2);
+        assert_eq!(memo.lines.capacity(), MEMO_MAX_LINES);
         assert_eq!(Some(memo.lines.as_ptr()), room);
         // The first pieces were stored in a table of 1,024 lines and moved
         // four times; some lost their line to newer pieces, most did not
