@@ -55,8 +55,11 @@ def test_flat_batch_special_tokens_surrogates_and_empty(cl100k, tiktoken_cl100k)
         cl100k.encode_batch_flat(["a", 1])  # type: ignore[list-item]
     # Far into a long list (read a chunk at a time), once the chunks read
     # before it are being encoded.
-    with pytest.raises(TypeError, match=r"texts\[30000\] is bytes"):
-        cl100k.encode_batch_flat(["some text"] * 30000 + [b"bytes"] + ["more"] * 100)  # type: ignore[list-item]
+    # The list form too: the chunks under way build Python lists, so the
+    # error must wait for them without the GIL (it hung before 2026-12-06).
+    for encode in (cl100k.encode_batch_flat, cl100k.encode_batch_ids):
+        with pytest.raises(TypeError, match=r"texts\[30000\] is bytes"):
+            encode(["some text"] * 30000 + [b"bytes"] + ["more"] * 100)  # type: ignore[list-item]
     with pytest.raises(TypeError):
         cl100k.encode_batch_flat("one text")  # type: ignore[arg-type]
 

@@ -932,22 +932,29 @@ fn for_chunks_while_reading<R: Send + Sync, T: Send>(
     let results: Vec<OnceLock<R>> = (0..n.div_ceil(chunk_len))
         .map(|_| OnceLock::new())
         .collect();
-    let unfinished = Countdown::new(results.len());
+    let unfinished = Countdown::default();
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         pool.in_place_scope(|scope| -> PyResult<()> {
+            let mut read = Ok(());
             for ((i, out), result) in unread.chunks_mut(chunk_len).enumerate().zip(&results) {
-                read_items(list, i * chunk_len, &mut held, out)?;
+                if let Err(err) = read_items(list, i * chunk_len, &mut held, out) {
+                    read = Err(err);
+                    break;
+                }
                 // SAFETY: `read_items` wrote every item of `out`; `held`
                 // and `characters` outlive the scope.
                 let chunk = unsafe { &*(out as *const [_] as *const [FixedWidth<'_>]) };
-                let (work, unfinished) = (&work, &unfinished);
+                let (work, started) = (&work, unfinished.start());
                 scope.spawn(move |_| {
-                    let _counted = unfinished.count_on_drop();
+                    let _started = started;
                     let _ = result.set(work(chunk));
                 });
             }
+            // Also after an error, without the GIL: the chunks under way
+            // may need it (their Python lists), and the scope's end would
+            // wait for them holding it.
             py.detach(|| unfinished.wait());
-            Ok(())
+            read
         })
     }));
     read.map_err(panic_error)??;
@@ -958,23 +965,19 @@ fn for_chunks_while_reading<R: Send + Sync, T: Send>(
     in_pool(py, || then(results))
 }
 
-/// Jobs not finished yet, and a way to wait until none is left.
+/// Jobs started and not finished yet, and a way to wait until none is left.
+#[derive(Default)]
 struct Countdown {
     left: Mutex<usize>,
     none_left: Condvar,
 }
 
 impl Countdown {
-    fn new(jobs: usize) -> Self {
-        Countdown {
-            left: Mutex::new(jobs),
-            none_left: Condvar::new(),
-        }
-    }
-
-    /// Counts one job finished when dropped: at its end, or as it unwinds
-    /// from a panic (which would otherwise leave `wait` waiting forever).
-    fn count_on_drop(&self) -> impl Drop + '_ {
+    /// Counts one job started; the guard counts it finished when dropped:
+    /// at the job's end, or as it unwinds from a panic (which would
+    /// otherwise leave `wait` waiting forever).
+    fn start(&self) -> impl Drop + Send + '_ {
+        *self.left.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         struct Finished<'a>(&'a Countdown);
         impl Drop for Finished<'_> {
             fn drop(&mut self) {
