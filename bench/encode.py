@@ -258,14 +258,7 @@ def load_encoders(libs, phase: str, enc, ranks_path: str, pattern: str) -> dict:
             rt = riptoken.CoreBPE(enc._mergeable_ranks, enc._special_tokens, enc._pat_str)
             funcs[name] = rt.encode_ordinary if single else rt.encode_ordinary_batch
         elif name == "fastokens":
-            import fastokens
-
-            # Its preset: the pattern's hand-written scanner (given as a
-            # regex, fastokens runs PCRE2 and is about 3x slower); cl100k's
-            # special tokens, as o200k's are past the cl100k ranks.
-            ft = fastokens.Tokenizer.from_tiktoken(
-                ranks_path, encoding=f"{pattern}_base", special_tokens=enc._special_tokens
-            )
+            ft = _data.fastokens_cl100k(enc, ranks_path, pattern)
             if single:
                 funcs[name] = lambda doc, ft=ft: ft.encode(doc).ids
             else:
@@ -292,12 +285,8 @@ def load_encoders(libs, phase: str, enc, ranks_path: str, pattern: str) -> dict:
 def warmup_docs(phase: str) -> list[str]:
     """Text for the untimed warm-up of every library (first-call set-up,
     thread pools): the last ~100 kB of ``en_100MB.txt``, which no input
-    contains."""
-    path = _data.en_path()
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - 100_000))
-        data = f.read()
-    text = data[data.index(b"\n") + 1 :].decode("utf-8")
+    contains (``_data.warm_up_text``)."""
+    text = _data.warm_up_text()
     return _data.chunks(text, 0.05) if phase == "single" else _data.paragraphs(text)
 
 

@@ -56,9 +56,7 @@ def encoder(lib: str):
     enc, ranks_path = _data.tiktoken_cl100k()
     if lib == "polytok":
         return _data.polytok_cl100k(enc, ranks_path).encode_ids
-    import fastokens
-
-    tokenizer = fastokens.Tokenizer.from_tiktoken(ranks_path, encoding="cl100k_base", special_tokens=enc._special_tokens)
+    tokenizer = _data.fastokens_cl100k(enc, ranks_path)
     return lambda text: tokenizer.encode(text).ids
 
 
@@ -73,21 +71,13 @@ def documents(which: str) -> list[str]:
     return _data.chunks(texts[which], 1.0)
 
 
-def warm_up_text() -> str:
-    path = _data.en_path()
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - 100_000))
-        data = f.read()
-    return data[data.index(b"\n") + 1 :].decode("utf-8")
-
-
 def one_process(args) -> None:
     os.sched_setaffinity(0, {args.cpu})
     os.environ["RAYON_NUM_THREADS"] = "1"
     encode = encoder(args.lib)
     docs = documents(args.input)[: 2 if args.quick else None]
     size = _data.utf8_len(docs)
-    for doc in _data.chunks(warm_up_text(), 0.05):
+    for doc in _data.chunks(_data.warm_up_text(), 0.05):
         encode(doc)
     if args.wait:
         # Side by side (`--pair`): both processes start timing together.
