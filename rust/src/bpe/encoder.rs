@@ -25,7 +25,6 @@ use super::backtrack::PairMemo;
 use super::piece_cache::{PieceCache, CACHED_PIECE};
 use super::short_pieces::PieceMemo;
 use super::BpeModel;
-use crate::pair_index::pair_key;
 use crate::vocab::hash_bytes;
 
 /// Pieces up to this many bytes use the quadratic scan.
@@ -245,10 +244,7 @@ impl BpeModel {
         if (left | right) >> self.low_bits == 0 {
             return self.low_pairs[(left << self.low_bits | right) as usize];
         }
-        self.pairs
-            .get(&pair_key(left, right))
-            .copied()
-            .unwrap_or(NO_RANK)
+        self.pairs.get(left, right)
     }
 
     /// The parts BPE makes of `piece` using only the tokens with ids below

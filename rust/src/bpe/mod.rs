@@ -11,6 +11,7 @@ mod backtrack;
 mod cuts;
 mod encoder;
 pub mod files;
+mod pair_table;
 pub mod parity;
 mod piece_cache;
 mod reach;
@@ -21,30 +22,28 @@ mod trainer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
-
 pub(crate) use encoder::EncodeState;
 pub(crate) use piece_cache::{PieceCache, CACHED_PIECE};
 pub(crate) use short_pieces::PieceBatch;
 pub use trainer::{train, train_characters, TrainerSettings};
 
 use crate::error::{Error, Result};
-use crate::pair_index::pair_key;
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::vocab::{SpecialTokens, Vocab};
 
 pub struct BpeModel {
     vocab: Vocab,
-    /// `(left id, right id)` packed in a u64 -> the id of their concatenation.
-    pairs: FxHashMap<u64, u32>,
+    /// `(left id, right id)` -> the id of their concatenation, for the
+    /// pairs BPE merges (`pair_table.rs`).
+    pairs: pair_table::PairTable,
     /// The same for two single bytes, as a dense 256 x 256 table (first
     /// byte * 256 + second byte): every merge of a piece starts with these
-    /// lookups, and this table stays in cache where the hash table does not.
+    /// lookups, and this table stays in cache where the pair table does not.
     byte_pairs: Box<[u32]>,
     /// The same for two tokens both below `LOW_IDS`, as a dense grid: after
     /// the first merges of a piece, most pairs still join low ids (ids are
     /// ranks, and the first merges make the commonest tokens), and one load
-    /// from this grid costs a fraction of a probe of the hash table above.
+    /// from this grid costs a fraction of a probe of the pair table.
     low_pairs: Box<[u32]>,
     /// The grid's side is `1 << low_bits` (`LOW_IDS`, or less for a small
     /// vocabulary).
@@ -97,11 +96,10 @@ impl BpeModel {
         special: Vec<(String, u32)>,
         merges: Option<Vec<(u32, u32)>>,
     ) -> Result<Self> {
-        if tokens.len() > short_merge::MAX_RANKS {
+        let max_tokens = short_merge::MAX_RANKS.min(pair_table::MAX_IDS);
+        if tokens.len() > max_tokens {
             return Err(Error::invalid(format!(
-                "a BPE vocabulary must hold at most {} tokens (2^{}); this one has {}",
-                short_merge::MAX_RANKS,
-                short_merge::MAX_RANKS.trailing_zeros(),
+                "a BPE vocabulary must hold at most {max_tokens} tokens; this one has {}",
                 tokens.len()
             )));
         }
@@ -119,29 +117,26 @@ impl BpeModel {
         if let Some(merges) = &merges {
             check_merges(&vocab, merges)?;
         }
-        let pairs = pair_table(&vocab, &affixes::Affixes::new(&vocab));
-        let byte_pairs = (0..256 * 256)
-            .map(|i| {
-                let key = pair_key(byte_ids[i / 256], byte_ids[i % 256]);
-                pairs.get(&key).copied().unwrap_or(encoder::NO_RANK)
-            })
-            .collect();
+        let pairs = token_pairs(&vocab, &affixes::Affixes::new(&vocab));
+        let mut byte_pairs = vec![encoder::NO_RANK; 256 * 256].into_boxed_slice();
         let low_bits = vocab
             .len()
             .next_power_of_two()
             .min(LOW_IDS)
             .trailing_zeros();
         let mut low_pairs = vec![encoder::NO_RANK; 1 << (2 * low_bits)].into_boxed_slice();
-        for (&key, &id) in &pairs {
-            let (left, right) = ((key >> 32) as usize, key as u32 as usize);
+        for &(left, right, id) in &pairs {
+            if let ([first], [second]) = (vocab.bytes(left), vocab.bytes(right)) {
+                byte_pairs[*first as usize * 256 + *second as usize] = id;
+            }
             if (left | right) >> low_bits == 0 {
-                low_pairs[left << low_bits | right] = id;
+                low_pairs[(left << low_bits | right) as usize] = id;
             }
         }
         let cuts = cuts::CutFilter::new(vocab.iter());
         let mut model = BpeModel {
             vocab,
-            pairs,
+            pairs: pair_table::PairTable::new(&pairs),
             byte_pairs,
             low_pairs,
             low_bits,
@@ -156,7 +151,18 @@ impl BpeModel {
             token_index: OnceLock::new(),
             instance: AtomicU64::new(new_instance()),
         };
+        drop(pairs);
         model.reach = reach::Reach::new(&model);
+        // Only the merges BPE makes, once they are known (`pair_table.rs`).
+        if let Some(splits) = model.reach.splits() {
+            let merges: Vec<(u32, u32, u32)> = splits
+                .iter()
+                .zip(0..)
+                .filter(|&(&(left, _), id)| left != id)
+                .map(|(&(left, right), id)| (left, right, id))
+                .collect();
+            model.pairs = pair_table::PairTable::new(&merges);
+        }
         Ok(model)
     }
 
@@ -281,12 +287,13 @@ impl BpeModel {
     }
 }
 
-/// Every pair of tokens whose concatenation is a token, with that token's id.
-/// Merging by this table is merging by the rank of the concatenated bytes,
+/// Every pair of tokens whose concatenation is a token, with that token's
+/// id: `(left, right, id)`, each pair once (a concatenation is one token).
+/// Merging by these pairs is merging by the rank of the concatenated bytes,
 /// since every part during encoding is a token. O(total bytes) with
 /// `affixes`, however long the tokens.
-fn pair_table(vocab: &Vocab, affixes: &affixes::Affixes) -> FxHashMap<u64, u32> {
-    let mut pairs = FxHashMap::default();
+fn token_pairs(vocab: &Vocab, affixes: &affixes::Affixes) -> Vec<(u32, u32, u32)> {
+    let mut pairs = Vec::new();
     // The prefix tokens of one token, `(length, id)` by length.
     let mut prefixes = Vec::new();
     for (id, bytes) in vocab.iter().enumerate() {
@@ -298,7 +305,7 @@ fn pair_table(vocab: &Vocab, affixes: &affixes::Affixes) -> FxHashMap<u64, u32> 
         affixes.for_each_suffix(vocab, bytes, |len, right| {
             let split = bytes.len() - len;
             if let Ok(i) = prefixes.binary_search_by_key(&split, |&(len, _)| len) {
-                pairs.insert(pair_key(prefixes[i].1, right), id as u32);
+                pairs.push((prefixes[i].1, right, id as u32));
             }
         });
     }

@@ -21,16 +21,17 @@
 //! instructions and 14.9 mispredicted branches a piece with the scan of
 //! tiktoken's arrays, 830 and 9.3 now. Timed, a piece takes about 300 ns;
 //! the same 64 pieces merged over and over take 180, their branches learnt:
-//! of what remains, about half of the mispredictions are in the pair
-//! lookups (`pair_rank`: the hash table's probe). Two things that did not
-//! pay, for the record:
+//! of what remains, about half of the mispredictions were in the pair
+//! lookups (`pair_rank`: then a `HashMap` probe; since, `pair_table.rs`).
+//! Two things that did not pay, for the record:
 //! - four pieces merged in turn, each merge's grid lines fetched while the
 //!   others' merges were made: no faster, and more instructions (the
 //!   lookups mostly hit L2 or L3);
-//! - the pair table as buckets of five keys compared without a branch (one
-//!   64-byte line per lookup) instead of the `HashMap`: as many
-//!   mispredictions, more last-level misses (the table holds every split of
-//!   every token, not only the merges), slower.
+//! - a table of pairs as buckets of five keys compared without a branch
+//!   (one 64-byte line per lookup) instead of the `HashMap`: as many
+//!   mispredictions, more last-level misses (it held every split of every
+//!   token, not only the merges, and no filter: the misses read it too),
+//!   slower. `pair_table.rs` has the three together and pays.
 
 use super::encoder::SHORT_PIECE;
 use super::BpeModel;

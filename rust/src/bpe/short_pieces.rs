@@ -243,7 +243,7 @@ fn long_token_bit(piece: &[u8]) -> usize {
     (mixed >> (64 - LONG_TOKEN_BITS.trailing_zeros())) as usize
 }
 
-fn random_seed() -> [u64; 2] {
+pub(super) fn random_seed() -> [u64; 2] {
     let state = RandomState::new();
     [state.hash_one(1u8), state.hash_one(2u8)]
 }

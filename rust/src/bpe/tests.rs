@@ -414,11 +414,14 @@ fn long_tokens_load_with_their_pairs() {
     let model = BpeModel::new(all, Pattern::Whole, vec![], None).unwrap();
     let id = |len: usize| model.vocab().id(&vec![b'x'; len]).unwrap();
     // Every split of every token into two tokens is a pair.
+    let pairs: std::collections::HashSet<(u32, u32, u32)> =
+        super::token_pairs(&model.vocab, &super::affixes::Affixes::new(&model.vocab))
+            .into_iter()
+            .collect();
     for len in [2, 65, 66, 130, 300] {
         for split in 1..len {
-            assert_eq!(
-                model.pair_rank(id(split), id(len - split)),
-                id(len),
+            assert!(
+                pairs.contains(&(id(split), id(len - split), id(len))),
                 "{split} + {}",
                 len - split
             );
@@ -439,12 +442,76 @@ fn random_rank_tables_encode_as_tiktoken() {
     // Vocabularies made of random merges over a small alphabet, their ranks
     // then shuffled (so merges may not follow ranks, and some tokens become
     // unreachable), against the definition, on short and huge pieces.
+    random_rank_tables(40, 30, b"abc");
+    // Vocabularies past the dense grid of low ids, whose pairs are looked up
+    // in the pair table (with every pair: random merges are not in rank
+    // order).
+    random_rank_tables(4, 2 * super::LOW_IDS, b"abcdef");
+}
+
+#[test]
+fn a_trained_vocabulary_past_the_grid_encodes_as_tiktoken() {
+    // A trained model's merges are in rank order, so its pair table holds
+    // only the merges BPE makes (`pair_table.rs`); with thousands of tokens
+    // most pairs are past the dense grid of low ids. Against the
+    // definition, on pieces of words joined, short and huge.
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut next = move |n: usize| rng.below(n);
+    let words: Vec<String> = (0..3000)
+        .map(|_| {
+            (0..1 + next(10))
+                .map(|_| (b'a' + next(8) as u8) as char)
+                .collect()
+        })
+        .collect();
+    let corpus: Vec<String> = (0..20_000)
+        .map(|_| words[next(words.len()).min(next(words.len()))].clone())
+        .collect();
+    let corpus: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    let model = train(
+        counts(Pattern::Whole, &corpus),
+        &settings(256 + 3 * super::LOW_IDS, Pattern::Whole),
+        &Progress::silent(),
+    )
+    .unwrap();
+    assert!(model.reach.splits().is_some());
+    assert!(model.vocab_size() > 2 * super::LOW_IDS);
+    // Each word between two letters no token holds, so that it merges as
+    // in training but is not one piece (a whole piece that is a token is
+    // looked up, not merged); then words joined.
+    for word in &words {
+        let piece = format!("z{word}z");
+        assert_eq!(
+            encode(&model, &piece),
+            tiktoken_piece(&model, piece.as_bytes()),
+            "{piece}"
+        );
+    }
+    for i in 0..200 {
+        let len = if i == 0 {
+            4100
+        } else {
+            [3, 7, 17, 40, 300][next(5)]
+        };
+        let mut piece = String::new();
+        while piece.len() < len {
+            piece.push_str(&words[next(words.len())]);
+        }
+        piece.truncate(len);
+        assert_eq!(
+            encode(&model, &piece),
+            tiktoken_piece(&model, piece.as_bytes()),
+            "piece {piece}"
+        );
+    }
+}
+
+fn random_rank_tables(rounds: usize, n_learned: usize, alphabet: &[u8]) {
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     let mut next = move |n: usize| rng.below(n);
-    for round in 0..40 {
+    for round in 0..rounds {
         let mut learned: Vec<Vec<u8>> = Vec::new();
-        let alphabet = b"abc";
-        while learned.len() < 30 {
+        while learned.len() < n_learned {
             let pick = |i: usize, learned: &Vec<Vec<u8>>| {
                 if i < alphabet.len() {
                     vec![alphabet[i]]
@@ -458,8 +525,8 @@ fn random_rank_tables_encode_as_tiktoken() {
                 learned.push(token);
             }
         }
-        // Shuffle the learned ranks in a few rounds, keep them in others.
-        if round % 4 != 0 {
+        // Shuffle the learned ranks in half the rounds, keep them in others.
+        if round % 2 == 1 {
             for i in (1..learned.len()).rev() {
                 learned.swap(i, next(i + 1));
             }
@@ -473,7 +540,17 @@ fn random_rank_tables_encode_as_tiktoken() {
             } else {
                 [1, 3, 7, 17, 40, 300][next(6)]
             };
-            let piece: Vec<u8> = (0..len).map(|_| alphabet[next(3)]).collect();
+            // Random letters, or tokens joined (where the later tokens
+            // form).
+            let mut piece: Vec<u8> = Vec::with_capacity(len + 12);
+            while piece.len() < len {
+                if i % 2 == 0 {
+                    piece.push(alphabet[next(alphabet.len())]);
+                } else {
+                    piece.extend_from_slice(&learned[next(learned.len())]);
+                }
+            }
+            piece.truncate(len);
             let text = std::str::from_utf8(&piece).unwrap();
             assert_eq!(
                 encode(&model, text),
@@ -485,7 +562,7 @@ fn random_rank_tables_encode_as_tiktoken() {
         // (how `reach.rs` asks which tokens merging makes), pieces of every
         // short length: repeated letters make pairs of equal rank.
         for len in 1..=encoder::SHORT_PIECE {
-            let piece: Vec<u8> = (0..len).map(|_| alphabet[next(3)]).collect();
+            let piece: Vec<u8> = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
             let limit = [encoder::NO_RANK, next(model.vocab_size()) as u32][next(2)];
             let (mut short, mut heap) = (Vec::new(), Vec::new());
             model.merge_short(&piece, limit, &mut short);
@@ -615,7 +692,7 @@ fn batched_lookups_give_the_ids_of_each_piece_alone() {
 }
 
 #[test]
-fn the_low_id_grid_agrees_with_the_pair_table() {
+fn the_pair_lookups_agree_with_every_pair_of_tokens() {
     // Tokens past `LOW_IDS`, each two earlier ones joined, so that pairs
     // fall on both sides of the grid's edge.
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
@@ -631,21 +708,37 @@ fn the_low_id_grid_agrees_with_the_pair_table() {
         }
     }
     let model = BpeModel::new(tokens, Pattern::Whole, vec![], None).unwrap();
-    assert!(model
-        .pairs
-        .keys()
-        .any(|&key| key >> 32 >= super::LOW_IDS as u64));
-    for (&key, &id) in &model.pairs {
-        assert_eq!(model.pair_rank((key >> 32) as u32, key as u32), id);
+    let every_pair: std::collections::HashMap<(u32, u32), u32> =
+        super::token_pairs(&model.vocab, &super::affixes::Affixes::new(&model.vocab))
+            .into_iter()
+            .map(|(left, right, id)| ((left, right), id))
+            .collect();
+    let splits = model.reach.splits().expect("merges in rank order");
+    assert!(splits
+        .iter()
+        .any(|&(left, _)| left >= super::LOW_IDS as u32));
+    // The pair table keeps only the merges BPE makes (`pair_table.rs`):
+    // each token's last merge on its own bytes is found...
+    for (id, &(left, right)) in (0..).zip(splits) {
+        if left != id {
+            assert_eq!(model.pair_rank(left, right), id);
+        }
     }
+    // ...the grids hold every pair below their edge, and no lookup names a
+    // token that is not the pair's concatenation.
     let n = model.vocab.len() as u32;
     for left in (0..n).step_by(7) {
         for right in (0..n).step_by(11) {
-            let expected = model.pairs.get(&crate::pair_index::pair_key(left, right));
-            assert_eq!(
-                model.pair_rank(left, right),
-                expected.copied().unwrap_or(u32::MAX)
-            );
+            let expected = every_pair.get(&(left, right)).copied().unwrap_or(u32::MAX);
+            let found = model.pair_rank(left, right);
+            if (left | right) < super::LOW_IDS as u32 {
+                assert_eq!(found, expected);
+            } else {
+                assert!(found == expected || found == u32::MAX);
+            }
         }
+    }
+    for (&(left, right), &id) in &every_pair {
+        assert!([id, u32::MAX].contains(&model.pair_rank(left, right)));
     }
 }
