@@ -25,6 +25,12 @@ CLOCK_MONOTONIC`` then ``perf report --time BEGIN,END`` attribute that
 pass alone, without the loading (which for polytok includes merging every
 token once, ``reach.rs``).
 
+``--new-pieces`` encodes instead the input's distinct pieces (cl100k's
+pattern) of up to 16 bytes that are no token, each once, joined by line
+breaks, in 256 kB documents, and prints what one new piece costs: the
+first pass less the fastest warm one, over the number of pieces (the cost
+of merging a piece and keeping it, lookups included).
+
 ``--pair LIB`` runs this script twice at once, this library on one CPU and
 ``LIB`` on the other, ``--rounds`` times, the CPUs swapped every round; the
 two start timing together, once both have loaded and warmed up. On
@@ -71,11 +77,31 @@ def documents(which: str) -> list[str]:
     return _data.chunks(texts[which], 1.0)
 
 
+def new_pieces(docs: list[str]) -> tuple[list[str], int]:
+    """The distinct pieces of `docs` of up to 16 bytes that are no cl100k
+    token, each once and in the order first seen, joined by line breaks,
+    in 256 kB documents; and their number."""
+    import regex
+
+    enc, _ = _data.tiktoken_cl100k()
+    pattern = regex.compile(enc._pat_str)
+    tokens = enc._mergeable_ranks
+    seen: dict[str, None] = {}
+    for doc in docs:
+        for piece in pattern.findall(doc):
+            raw = piece.encode()
+            if len(raw) <= 16 and "\n" not in piece and raw not in tokens:
+                seen.setdefault(piece)
+    return _data.chunks("\n".join(seen), 0.25), len(seen)
+
+
 def one_process(args) -> None:
     os.sched_setaffinity(0, {args.cpu})
     os.environ["RAYON_NUM_THREADS"] = "1"
     encode = encoder(args.lib)
     docs = documents(args.input)[: 2 if args.quick else None]
+    if args.new_pieces:
+        docs, n_pieces = new_pieces(docs)
     size = _data.utf8_len(docs)
     for doc in _data.chunks(_data.warm_up_text(), 0.05):
         encode(doc)
@@ -83,7 +109,7 @@ def one_process(args) -> None:
         # Side by side (`--pair`): both processes start timing together.
         print("ready", flush=True)
         sys.stdin.readline()
-    speeds = []
+    speeds, walls = [], []
     for n in range(args.passes):
         before = resource.getrusage(resource.RUSAGE_SELF)
         begin = time.clock_gettime(time.CLOCK_MONOTONIC)
@@ -91,6 +117,7 @@ def one_process(args) -> None:
         end = time.clock_gettime(time.CLOCK_MONOTONIC)
         after = resource.getrusage(resource.RUSAGE_SELF)
         del ids
+        walls.append(wall)
         speeds.append(size / _data.MB / wall)
         print(
             f"{'first' if n == 0 else 'warm'}: {speeds[-1]:.1f} MB/s, "
@@ -99,6 +126,9 @@ def one_process(args) -> None:
             + (f", window {begin:.6f},{end:.6f}" if n == 0 else ""),
             flush=True,
         )
+    if args.new_pieces and len(walls) > 1:
+        cost = (walls[0] - min(walls[1:])) / n_pieces
+        print(f"one new piece: {1e9 * cost:.0f} ns ({n_pieces:,} pieces)", flush=True)
 
 
 def paired(args) -> None:
@@ -113,7 +143,7 @@ def paired(args) -> None:
             if pythonpath:
                 env["PYTHONPATH"] = pythonpath
             cmd = [sys.executable, script, lib, args.input, "--cpu", str(cpu), "--passes", str(args.passes)]
-            cmd += ["--wait"] + (["--quick"] if args.quick else [])
+            cmd += ["--wait"] + (["--quick"] if args.quick else []) + (["--new-pieces"] if args.new_pieces else [])
             procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         # Both loaded and warmed up (their loading times differ), then both go.
         if not all(proc.stdout.readline() == "ready\n" for proc in procs):
@@ -142,6 +172,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--pythonpath", help="PYTHONPATH of this library's process (with --pair)")
     ap.add_argument("--quick", action="store_true", help="the first two documents only")
+    ap.add_argument("--new-pieces", action="store_true", help="the input's distinct non-token pieces, each once")
     ap.add_argument("--wait", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pair:
