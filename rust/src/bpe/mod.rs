@@ -151,17 +151,17 @@ impl BpeModel {
             token_index: OnceLock::new(),
             instance: AtomicU64::new(new_instance()),
         };
-        drop(pairs);
+        drop(pairs); // before `reach` works, which allocates on every core
         model.reach = reach::Reach::new(&model);
         // Only the merges BPE makes, once they are known (`pair_table.rs`).
         if let Some(splits) = model.reach.splits() {
-            let merges: Vec<(u32, u32, u32)> = splits
+            let last_merges: Vec<(u32, u32, u32)> = splits
                 .iter()
                 .zip(0..)
                 .filter(|&(&(left, _), id)| left != id)
                 .map(|(&(left, right), id)| (left, right, id))
                 .collect();
-            model.pairs = pair_table::PairTable::new(&merges);
+            model.pairs = pair_table::PairTable::new(&last_merges);
         }
         Ok(model)
     }

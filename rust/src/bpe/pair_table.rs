@@ -83,11 +83,9 @@ impl PairTable {
         table
     }
 
-    /// foldhash's folded multiply of the key with the secret seed.
     #[inline(always)]
     fn hash(&self, key: u64) -> u64 {
-        let product = (key ^ self.seed[0]) as u128 * (self.seed[1] | 1) as u128;
-        product as u64 ^ (product >> 64) as u64
+        super::short_pieces::seeded_hash(key, 0, self.seed)
     }
 
     /// The key's first line: the low half of the hash scaled to the lines.

@@ -110,13 +110,20 @@ impl Key {
         self == Key::default()
     }
 
-    /// foldhash's folded multiply of the key with a random seed: the seed
-    /// is secret, so crafted text cannot choose its buckets.
+    /// The key's `seeded_hash`: the seed is secret, so crafted text cannot
+    /// choose its buckets.
     #[inline(always)]
     fn hash(self, seed: [u64; 2]) -> u64 {
-        let product = (self.low ^ seed[0]) as u128 * (self.high ^ seed[1]) as u128;
-        product as u64 ^ (product >> 64) as u64
+        seeded_hash(self.low, self.high, seed)
     }
+}
+
+/// foldhash's folded multiply of two words with a random seed
+/// (`random_seed`).
+#[inline(always)]
+pub(super) fn seeded_hash(low: u64, high: u64, seed: [u64; 2]) -> u64 {
+    let product = (low ^ seed[0]) as u128 * (high ^ seed[1]) as u128;
+    product as u64 ^ (product >> 64) as u64
 }
 
 /// Every token of up to `SHORT` bytes by its key.
