@@ -26,18 +26,23 @@
 //! and pairs scattered over memory. So:
 //! - short words are records in one arena (length, count, symbols), and a
 //!   pair lists the offsets of its records: reaching a word is one cache
-//!   miss, where a `Vec` per word and an array of counts cost three. The
-//!   lengths of a batch of records are loaded first, in a loop whose loads
-//!   do not wait for one another, so that their cache misses overlap;
+//!   miss, where a `Vec` per word and an array of counts cost three. Each
+//!   record is fetched `FETCH_AHEAD` records before its turn, so that the
+//!   misses overlap with the work on the records before it (1.10x on the
+//!   training of `rust/examples/profile_train.rs`, one thread);
+//! - a merge's changes are gathered by the symbol next to each occurrence
+//!   (`Changes`), one map entry per side, and turned into changed pairs
+//!   once per merge (1.18x, where each occurrence updated four pair counts
+//!   and two lists);
 //! - a pair's count and records are one map entry (one lookup per pair a
 //!   merge changes), and pairs that can no longer matter are forgotten
 //!   (the `floor` of `new`): the map stays small;
 //! - a merge that touches many words (`PARALLEL_WORDS`: the early merges,
 //!   which do most of the rewriting) rewrites them on all cores, in
 //!   disjoint parts of the arena, each part collecting its own changes;
-//!   the changes are then summed and their lists joined in arena order,
-//!   which gives exactly the serial result. The maps of serial merges are
-//!   kept from one merge to the next rather than allocated each time.
+//!   the changes are then summed, which gives exactly the serial result.
+//!   The maps are kept from one merge to the next rather than allocated
+//!   each time.
 //!
 //! No result depends on the order of the words (counts are sums, and
 //! changes are reported in key order); callers may still order them so
@@ -61,8 +66,8 @@ const LONG_WORD: usize = 64;
 /// below, the cost of sharing out the work outweighs the gain.
 const PARALLEL_WORDS: usize = 2048;
 
-/// Records whose lengths are loaded together (see `merge_records`).
-const LOAD_AHEAD: usize = 16;
+/// How many records ahead `merge_records` fetches.
+const FETCH_AHEAD: usize = 16;
 
 /// A short word's record in the arena: its length now, its count (low half,
 /// high half), then its symbols. Merges shorten a record in place.
@@ -91,8 +96,14 @@ pub(crate) struct PairIndex {
     long: LongWords,
     /// Pairs counted fewer times are forgotten (see `new`).
     floor: i64,
-    /// The emptied maps of the last serial merge, for the next one.
+    /// The emptied maps of the last merge, for the next one (fresh maps
+    /// grow, and their pages are zeroed on first touch): a merge's changes
+    /// are gathered in `spare_changes`, those of each run of a parallel one
+    /// in `spare_parts` first.
     spare_changes: Changes,
+    spare_parts: Vec<Changes>,
+    /// The emptied list of changed pairs of the last merge.
+    spare_pairs: Vec<PairChange>,
 }
 
 /// What is known of a pair.
@@ -122,25 +133,110 @@ struct LongWords {
 const GONE: u32 = u32::MAX;
 const END: u32 = u32::MAX;
 
-/// What a merge changed: pair counts (weighted by word counts), where new
-/// pairs occur, and how many occurrences it replaced (weighted).
+/// What a merge of `left right` into `new` changed, gathered by the
+/// symbol next to each occurrence: after a symbol `s`, the occurrence
+/// turned the pair `s left` into `s new`; before a symbol `t`, `right t`
+/// into `new t`. Both changes of a side follow from its symbol, so the
+/// words are rewritten with one map entry per side and occurrence (where
+/// the changed pairs themselves took four counts and two lists, six
+/// lookups: a third of the merge loop), and the pairs are made from the
+/// symbols once per merge (`Changes::pairs`).
 #[derive(Default)]
 struct Changes {
-    deltas: FxHashMap<u64, i64>,
-    /// Pair -> offsets of the records it now occurs in, in arena order.
-    additions: FxHashMap<u64, Vec<u32>>,
+    /// The symbol before an occurrence -> the occurrences after it.
+    before: FxHashMap<u32, Occurrences>,
+    /// The symbol after an occurrence -> the occurrences before it.
+    after: FxHashMap<u32, Occurrences>,
+    /// Occurrences replaced, weighted by word counts.
     replaced: u64,
 }
 
-impl Changes {
-    /// These changes followed by `later`'s (of records further on).
-    fn then(mut self, later: Changes) -> Changes {
-        for (key, delta) in later.deltas {
-            *self.deltas.entry(key).or_insert(0) += delta;
+/// Occurrences next to one symbol: how many (weighted by word counts), and
+/// the offsets of the short words' records they are in, in arena order.
+#[derive(Default)]
+struct Occurrences {
+    count: i64,
+    records: Vec<u32>,
+}
+
+impl Occurrences {
+    #[inline]
+    fn add(&mut self, count: u64, record: Option<u32>) {
+        self.count += count as i64;
+        if let Some(record) = record {
+            if self.records.last() != Some(&record) {
+                self.records.push(record);
+            }
         }
-        append_lists(&mut self.additions, later.additions);
-        self.replaced += later.replaced;
-        self
+    }
+}
+
+/// A changed pair: its change of count, and the records where it now
+/// occurs.
+type PairChange = (u64, i64, Vec<u32>);
+
+impl Changes {
+    /// Records an occurrence (`record`: the offset of its short word's
+    /// record) between `before` and `after`, in a word counted `count`
+    /// times.
+    #[inline]
+    fn add(&mut self, before: Option<u32>, after: Option<u32>, count: u64, record: Option<u32>) {
+        if let Some(symbol) = before {
+            self.before.entry(symbol).or_default().add(count, record);
+        }
+        if let Some(symbol) = after {
+            self.after.entry(symbol).or_default().add(count, record);
+        }
+    }
+
+    /// Adds `later`'s changes (of records further on) to these, emptying
+    /// `later` but keeping its maps' room for the next merge.
+    fn absorb(&mut self, later: &mut Changes) {
+        for (mine, theirs) in [
+            (&mut self.before, &mut later.before),
+            (&mut self.after, &mut later.after),
+        ] {
+            for (symbol, occurrences) in theirs.drain() {
+                let entry = mine.entry(symbol).or_default();
+                entry.count += occurrences.count;
+                append(&mut entry.records, occurrences.records);
+            }
+        }
+        self.replaced += std::mem::take(&mut later.replaced);
+    }
+
+    /// The pairs whose counts the merge of `left right` into `new` changed,
+    /// in key order, each once, with where they now occur; emptying the
+    /// maps (their room kept).
+    fn pairs(&mut self, left: u32, right: u32, new: u32, into: &mut Vec<PairChange>) {
+        into.clear();
+        for (symbol, occurrences) in self.before.drain() {
+            into.push((pair_key(symbol, left), -occurrences.count, Vec::new()));
+            into.push((
+                pair_key(symbol, new),
+                occurrences.count,
+                occurrences.records,
+            ));
+        }
+        for (symbol, occurrences) in self.after.drain() {
+            into.push((pair_key(right, symbol), -occurrences.count, Vec::new()));
+            into.push((
+                pair_key(new, symbol),
+                occurrences.count,
+                occurrences.records,
+            ));
+        }
+        // One pair may come from both sides (`s left` is `right t` when
+        // s = right and t = left): summed.
+        into.sort_unstable_by_key(|&(key, _, _)| key);
+        into.dedup_by(|later, kept| {
+            if later.0 != kept.0 {
+                return false;
+            }
+            kept.1 += later.1;
+            append(&mut kept.2, std::mem::take(&mut later.2));
+            true
+        });
     }
 }
 
@@ -257,6 +353,8 @@ impl PairIndex {
             long: built.long,
             floor,
             spare_changes: Changes::default(),
+            spare_parts: Vec::new(),
+            spare_pairs: Vec::new(),
         })
     }
 
@@ -310,14 +408,23 @@ impl PairIndex {
                 &mut self.records[first..],
                 part_lengths.chain(std::iter::once(last_length)),
             );
+            let mut part_changes = std::mem::take(&mut self.spare_parts);
+            if part_changes.len() < runs.len() {
+                part_changes.resize_with(runs.len(), Changes::default);
+            }
             runs.into_par_iter()
                 .zip(parts)
-                .map(|(run, part)| {
-                    let mut changes = Changes::default();
-                    merge_records(part, run[0], run, left, right, new_id, &mut changes);
-                    changes
-                })
-                .reduce(Changes::default, Changes::then)
+                .zip(&mut part_changes[..])
+                .for_each(|((run, part), changes)| {
+                    merge_records(part, run[0], run, left, right, new_id, changes);
+                });
+            // Summed in arena order (the lists stay in arena order).
+            let mut changes = std::mem::take(&mut self.spare_changes);
+            for part in &mut part_changes {
+                changes.absorb(part);
+            }
+            self.spare_parts = part_changes;
+            changes
         } else {
             let mut changes = std::mem::take(&mut self.spare_changes);
             merge_records(
@@ -331,13 +438,14 @@ impl PairIndex {
             );
             changes
         };
-        let mut replaced = changes.replaced;
-        replaced += self.long.merge(left, right, new_id, &mut changes.deltas);
+        self.long.merge(left, right, new_id, &mut changes);
+        let replaced = std::mem::take(&mut changes.replaced);
+        let mut pairs = std::mem::take(&mut self.spare_pairs);
+        changes.pairs(left, right, new_id, &mut pairs);
+        self.spare_changes = changes;
 
         // In key order, so that callers see changes in a fixed order.
-        let mut deltas: Vec<(u64, i64)> = changes.deltas.drain().collect();
-        deltas.sort_unstable();
-        for (key, delta) in deltas {
+        for (key, delta, records) in pairs.drain(..) {
             if key == pair {
                 continue;
             }
@@ -350,14 +458,11 @@ impl PairIndex {
                     } else {
                         let entry = entry.get_mut();
                         entry.count = count;
-                        if let Some(list) = changes.additions.remove(&key) {
-                            append(&mut entry.records, list);
-                        }
+                        append(&mut entry.records, records);
                     }
                     count
                 }
                 Entry::Vacant(entry) if delta >= self.floor => {
-                    let records = changes.additions.remove(&key).unwrap_or_default();
                     entry.insert(PairEntry {
                         count: delta,
                         records,
@@ -371,12 +476,7 @@ impl PairIndex {
                 changed(key, count, delta);
             }
         }
-        // What is left occurs in pairs that are not kept.
-        changes.additions.clear();
-        if !parallel {
-            changes.replaced = 0;
-            self.spare_changes = changes;
-        }
+        self.spare_pairs = pairs;
         replaced
     }
 }
@@ -439,30 +539,21 @@ fn merge_records(
     new_id: u32,
     changes: &mut Changes,
 ) {
-    for batch in offsets.chunks(LOAD_AHEAD) {
-        // The records' lengths first, in a loop of loads that do not wait
-        // for one another: their cache misses overlap, where loading each
-        // record as its turn comes would wait for every one.
-        let mut lens = [0u32; LOAD_AHEAD];
-        for (len, &offset) in lens.iter_mut().zip(batch) {
-            *len = part[(offset - part_start) as usize];
+    for (at, &offset) in offsets.iter().enumerate() {
+        // The records are scattered over the arena and each is a cache
+        // miss: fetched `FETCH_AHEAD` records ahead, their misses overlap
+        // with the work on the records before them.
+        if let Some(&ahead) = offsets.get(at + FETCH_AHEAD) {
+            crate::prefetch::line(&part[(ahead - part_start) as usize]);
         }
-        for (&len, &offset) in lens.iter().zip(batch) {
-            let record = &mut part[(offset - part_start) as usize..];
-            let count = record[1] as u64 | (record[2] as u64) << 32;
-            let symbols = &mut record[HEADER..HEADER + len as usize];
-            let (merged, new_len) = merge_word(symbols, left, right, new_id, |key, delta| {
-                *changes.deltas.entry(key).or_insert(0) += delta * count as i64;
-                if delta > 0 {
-                    let list = changes.additions.entry(key).or_default();
-                    if list.last() != Some(&offset) {
-                        list.push(offset);
-                    }
-                }
-            });
-            record[0] = new_len as u32;
-            changes.replaced += merged * count;
-        }
+        let record = &mut part[(offset - part_start) as usize..];
+        let (len, count) = (record[0], record[1] as u64 | (record[2] as u64) << 32);
+        let symbols = &mut record[HEADER..HEADER + len as usize];
+        let (merged, new_len) = merge_word(symbols, left, right, new_id, |before, after| {
+            changes.add(before, after, count, Some(offset));
+        });
+        record[0] = new_len as u32;
+        changes.replaced += merged * count;
     }
 }
 
@@ -514,23 +605,16 @@ impl LongWords {
         self.counts[at]
     }
 
-    /// Merges the occurrences of `left right` in the long words, adds the
-    /// changes of pair counts (weighted) to `deltas`, and returns how many
-    /// it merged (weighted).
-    fn merge(
-        &mut self,
-        left: u32,
-        right: u32,
-        new_id: u32,
-        deltas: &mut FxHashMap<u64, i64>,
-    ) -> u64 {
+    /// Merges the occurrences of `left right` in the long words and adds
+    /// them to `changes` (with no records: their positions are listed
+    /// here).
+    fn merge(&mut self, left: u32, right: u32, new_id: u32, changes: &mut Changes) {
         let Some(mut positions) = self.pair_positions.remove(&pair_key(left, right)) else {
-            return 0;
+            return;
         };
         // Text order: overlapping occurrences merge left to right.
         positions.sort_unstable();
         positions.dedup();
-        let mut replaced = 0;
         for at in positions {
             let second = self.next[at as usize];
             if self.symbols[at as usize] != left
@@ -539,64 +623,52 @@ impl LongWords {
             {
                 continue; // Merged away since it was listed.
             }
-            let count = self.count_at(at) as i64;
-            let mut change = |key: u64, delta: i64| {
-                *deltas.entry(key).or_insert(0) += delta * count;
-            };
             let before = self.prev[at as usize];
-            if before != END {
-                let symbol = self.symbols[before as usize];
-                change(pair_key(symbol, left), -1);
-                change(pair_key(symbol, new_id), 1);
+            let before_symbol = (before != END).then(|| self.symbols[before as usize]);
+            if let Some(symbol) = before_symbol {
                 self.pair_positions
                     .entry(pair_key(symbol, new_id))
                     .or_default()
                     .push(before);
             }
             let after = self.next[second as usize];
-            if after != END {
-                let symbol = self.symbols[after as usize];
-                change(pair_key(right, symbol), -1);
-                change(pair_key(new_id, symbol), 1);
+            let after_symbol = (after != END).then(|| self.symbols[after as usize]);
+            if let Some(symbol) = after_symbol {
                 self.pair_positions
                     .entry(pair_key(new_id, symbol))
                     .or_default()
                     .push(at);
                 self.prev[after as usize] = at;
             }
+            let count = self.count_at(at);
+            changes.add(before_symbol, after_symbol, count, None);
+            changes.replaced += count;
             self.symbols[at as usize] = new_id;
             self.symbols[second as usize] = GONE;
             self.next[at as usize] = after;
-            replaced += count as u64;
         }
-        replaced
     }
 }
 
 /// Merges the occurrences of `left right` in one word, left to right, in one
-/// pass, reports each change of a pair count (+1 or -1 per occurrence), and
-/// returns how many it merged and the word's new length.
+/// pass, calls `occurrence(before, after)` with the symbols next to each
+/// (the one before as merged so far), and returns how many it merged and
+/// the word's new length.
 fn merge_word(
     word: &mut [u32],
     left: u32,
     right: u32,
     new_id: u32,
-    mut change: impl FnMut(u64, i64),
+    mut occurrence: impl FnMut(Option<u32>, Option<u32>),
 ) -> (u64, usize) {
     let n = word.len();
     let mut merged = 0;
     // The merged word is written over the word as it is read.
-    let (mut read, mut write) = (0, 0);
+    let (mut read, mut write) = (0usize, 0usize);
     while read < n {
         if read + 1 < n && word[read] == left && word[read + 1] == right {
-            if write > 0 {
-                change(pair_key(word[write - 1], left), -1);
-                change(pair_key(word[write - 1], new_id), 1);
-            }
-            if read + 2 < n {
-                change(pair_key(right, word[read + 2]), -1);
-                change(pair_key(new_id, word[read + 2]), 1);
-            }
+            let before = write.checked_sub(1).map(|at| word[at]);
+            occurrence(before, word.get(read + 2).copied());
             word[write] = new_id;
             read += 2;
             merged += 1;
