@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 use super::{WordPieceModel, WordPieceSettings};
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
-use crate::pair_index::{pair_ids, PairIndex};
+use crate::pair_index::{on_pool, pair_ids, PairIndex};
 use crate::progress::{Progress, Stage};
 
 #[derive(Clone, Debug)]
@@ -433,18 +433,21 @@ pub fn train(
     );
     drop(sequences);
     let total_merges = (settings.vocab_size - symbols.len()) as u64;
-    let mut merges = 0;
     progress.force(Stage::Merging, 0, total_merges)?;
-    while symbols.len() < settings.vocab_size {
-        let Some(best) = scores.pop_best(|pair| index.count(pair)) else {
-            break;
-        };
-        let new_id = symbols.merged(best.pair);
-        let (made, occurrences) = merge(&mut index, best.pair, new_id, |_, _, _| {});
-        scores.merged(best.pair, new_id, occurrences, &made);
-        merges += 1;
-        progress.update(Stage::Merging, merges, total_merges)?;
-    }
+    let merges = on_pool(|| -> Result<u64> {
+        let mut merges = 0;
+        while symbols.len() < settings.vocab_size {
+            let Some(best) = scores.pop_best(|pair| index.count(pair)) else {
+                break;
+            };
+            let new_id = symbols.merged(best.pair);
+            let (made, occurrences) = merge(&mut index, best.pair, new_id, |_, _, _| {});
+            scores.merged(best.pair, new_id, occurrences, &made);
+            merges += 1;
+            progress.update(Stage::Merging, merges, total_merges)?;
+        }
+        Ok(merges)
+    })?;
     progress.force(Stage::Merging, merges, total_merges)?;
     WordPieceModel::new(symbols.into_texts(), settings.model.clone())
 }
