@@ -216,21 +216,17 @@ impl Changes {
     /// maps (their room kept).
     fn pairs(&mut self, left: u32, right: u32, new: u32, into: &mut Vec<PairChange>) {
         into.clear();
-        for (symbol, occurrences) in self.before.drain() {
-            into.push((pair_key(symbol, left), -occurrences.count, Vec::new()));
-            into.push((
-                pair_key(symbol, new),
-                occurrences.count,
-                occurrences.records,
-            ));
-        }
-        for (symbol, occurrences) in self.after.drain() {
-            into.push((pair_key(right, symbol), -occurrences.count, Vec::new()));
-            into.push((
-                pair_key(new, symbol),
-                occurrences.count,
-                occurrences.records,
-            ));
+        // Each symbol's occurrences: the pair they ended, and the one they
+        // made.
+        let before = self.before.drain().map(|(symbol, occurrences)| {
+            (pair_key(symbol, left), pair_key(symbol, new), occurrences)
+        });
+        let after = self.after.drain().map(|(symbol, occurrences)| {
+            (pair_key(right, symbol), pair_key(new, symbol), occurrences)
+        });
+        for (ended, made, occurrences) in before.chain(after) {
+            into.push((ended, -occurrences.count, Vec::new()));
+            into.push((made, occurrences.count, occurrences.records));
         }
         // One pair may come from both sides (`s left` is `right t` when
         // s = right and t = left): summed.
