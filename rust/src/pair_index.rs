@@ -278,16 +278,6 @@ impl Part {
     }
 }
 
-/// Runs a trainer's merge loop on a thread of the pool, the calling thread
-/// waiting: a merge that touches many words (`PARALLEL_WORDS`) then shares
-/// them out from a worker, which starts on its own part at once, where from
-/// a thread outside the pool each such merge waited for a worker to wake
-/// and take it (the 430 such merges of 100 MB, two threads: 105 ms from
-/// outside, 62 on the pool).
-pub fn on_pool<R: Send>(merge_loop: impl FnOnce() -> R + Send) -> R {
-    rayon::scope(|_| merge_loop())
-}
-
 /// Drops `value` on a thread of its own: freeing many small allocations
 /// (the pieces, the index's lists) takes tens of milliseconds that training
 /// need not wait for. Not on the pool, whose threads training may need at

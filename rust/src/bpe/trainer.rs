@@ -36,7 +36,7 @@ use std::collections::BinaryHeap;
 use super::BpeModel;
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
-use crate::pair_index::{drop_in_background, on_pool, pair_ids, PairIndex};
+use crate::pair_index::{drop_in_background, pair_ids, PairIndex};
 use crate::progress::{Progress, Stage};
 use crate::text::pattern::Pattern;
 
@@ -283,9 +283,11 @@ type Learned = (Vec<Vec<u8>>, Vec<(u32, u32)>);
 impl State {
     /// Merges the most frequent pair, `total_merges` times at most (fewer
     /// when no pair is left): every token's bytes by id, and the merges.
-    /// On a thread of the pool (`on_pool`).
+    /// On a thread of the pool (`Progress::on_pool`).
     fn learn(self, total_merges: u64, progress: &Progress) -> Result<Learned> {
-        on_pool(|| self.merge_all(total_merges, progress))
+        progress.on_pool(Stage::Merging, total_merges, || {
+            self.merge_all(total_merges, progress)
+        })
     }
 
     /// `learn`, on the calling thread.

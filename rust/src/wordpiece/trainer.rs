@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 use super::{WordPieceModel, WordPieceSettings};
 use crate::counting::PieceCounts;
 use crate::error::{Error, Result};
-use crate::pair_index::{on_pool, pair_ids, PairIndex};
+use crate::pair_index::{pair_ids, PairIndex};
 use crate::progress::{Progress, Stage};
 
 #[derive(Clone, Debug)]
@@ -434,7 +434,7 @@ pub fn train(
     drop(sequences);
     let total_merges = (settings.vocab_size - symbols.len()) as u64;
     progress.force(Stage::Merging, 0, total_merges)?;
-    let merges = on_pool(|| -> Result<u64> {
+    progress.on_pool(Stage::Merging, total_merges, || {
         let mut merges = 0;
         while symbols.len() < settings.vocab_size {
             let Some(best) = scores.pop_best(|pair| index.count(pair)) else {
@@ -446,9 +446,8 @@ pub fn train(
             merges += 1;
             progress.update(Stage::Merging, merges, total_merges)?;
         }
-        Ok(merges)
+        Ok(())
     })?;
-    progress.force(Stage::Merging, merges, total_merges)?;
     WordPieceModel::new(symbols.into_texts(), settings.model.clone())
 }
 
