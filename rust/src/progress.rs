@@ -173,7 +173,10 @@ impl<'a> Progress<'a> {
         work: impl FnOnce() -> Result<T> + Send,
     ) -> Result<T> {
         let on_pool = || rayon::scope(|_| work());
-        if self.callback.is_none() {
+        // Called on a pool, the work stays there: this thread waiting for
+        // a worker while being one would wait forever in a pool of one (and
+        // the work would leave the caller's pool).
+        if self.callback.is_none() || rayon::current_thread_index().is_some() {
             return on_pool();
         }
         self.done.store(0, Ordering::Relaxed);
@@ -315,6 +318,19 @@ mod tests {
         });
         assert!(matches!(result, Err(Error::Interrupted)));
         assert!(started.elapsed() < Duration::from_secs(2));
+        // Called from a worker (here of a pool of one), the work runs there.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "the one worker".to_owned())
+            .build()
+            .unwrap();
+        let quiet = Progress::new(Some(&|_: Stage, _: u64, _: u64, _: Option<&str>| true));
+        let worker = pool.install(|| {
+            quiet.on_pool(Stage::Merging, 1, || {
+                Ok(std::thread::current().name().map(str::to_owned))
+            })
+        });
+        assert_eq!(worker.unwrap().as_deref(), Some("the one worker"));
         // Afterwards, updates call the callback again.
         let before = calls.load(Ordering::Relaxed);
         let _ = progress.force(Stage::Merging, 1, 1);
