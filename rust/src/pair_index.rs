@@ -139,8 +139,8 @@ const END: u32 = u32::MAX;
 /// into `new t`. Both changes of a side follow from its symbol, so the
 /// words are rewritten with one map entry per side and occurrence (where
 /// the changed pairs themselves took four counts and two lists, six
-/// lookups: a third of the merge loop), and the pairs are made from the
-/// symbols once per merge (`Changes::pairs`).
+/// lookups), and the pairs are made from the symbols once per merge
+/// (`Changes::pairs`).
 ///
 /// Aligned to two cache lines: the runs of a parallel merge update their
 /// own `Changes`, side by side in one vector, at every occurrence (the
