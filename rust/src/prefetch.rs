@@ -6,13 +6,20 @@
 /// the program computes and cannot fault; a no-op off x86-64.
 #[inline(always)]
 pub(crate) fn line<T>(item: &T) {
+    address(item as *const T);
+}
+
+/// Starts fetching the line at `address`, which need not be valid (an
+/// object that Python owns, say).
+#[inline(always)]
+pub(crate) fn address<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it reads nothing the program sees,
-    // and the pointer is to a live value anyway.
+    // SAFETY: a prefetch is only a hint: it reads nothing the program sees
+    // and cannot fault, whatever the address.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast());
+        _mm_prefetch::<_MM_HINT_T0>(address.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
+    let _ = address;
 }

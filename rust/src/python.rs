@@ -667,12 +667,31 @@ impl Ints {
         Ok(Ints(ints))
     }
 
+    /// The list of the ints of `ids`. Each int's reference count is
+    /// written, and after encoding a long text the ints of a large
+    /// vocabulary (cl100k's: 3.2 MB, and 0.8 MB of pointers to them) have
+    /// left the caches: each id's slot, then its int, is fetched a fixed
+    /// number of ids ahead. On 10 MB of English in 1 MB documents, building
+    /// the lists went from about as long as the lookups of `flush` to 0.4
+    /// of them (perf, one thread); 32 and 16 ahead gave 0.65, 256 and 128
+    /// no better than these.
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        const SLOT_AHEAD: usize = 128;
+        const INT_AHEAD: usize = 64;
+        let int_of = |id: u32| self.0.get(id as usize);
         PyList::new(
             py,
-            ids.iter().map(|&id| match self.0.get(id as usize) {
-                Some(int) => int.bind(py).clone(),
-                None => id.into_pyobject(py).expect("ints convert").into_any(),
+            ids.iter().enumerate().map(|(at, &id)| {
+                if let Some(slot) = ids.get(at + SLOT_AHEAD).and_then(|&ahead| int_of(ahead)) {
+                    crate::prefetch::line(slot);
+                }
+                if let Some(int) = ids.get(at + INT_AHEAD).and_then(|&ahead| int_of(ahead)) {
+                    crate::prefetch::address(int.as_ptr());
+                }
+                match int_of(id) {
+                    Some(int) => int.bind(py).clone(),
+                    None => id.into_pyobject(py).expect("ints convert").into_any(),
+                }
             }),
         )
     }
