@@ -40,10 +40,18 @@ impl IdRuns {
 
     /// Each text's ids, in order.
     pub fn iter(&self) -> impl Iterator<Item = &[u32]> {
+        self.ranges().map(|range| &self.ids[range])
+    }
+
+    /// Every text's ids, one text after another.
+    pub fn all(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Where each text's ids lie in `all`, in order.
+    pub fn ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(&self.ends)
-            .map(|(start, &end)| &self.ids[start..end])
+        starts.zip(&self.ends).map(|(start, &end)| start..end)
     }
 
     fn clear(&mut self) {

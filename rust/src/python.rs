@@ -667,25 +667,38 @@ impl Ints {
         Ok(Ints(ints))
     }
 
-    /// The list of the ints of `ids`. Each int's reference count is
-    /// written, and after encoding a long text the ints of a large
-    /// vocabulary (cl100k's: 3.2 MB, and 0.8 MB of pointers to them) have
-    /// left the caches: each id's slot, then its int, is fetched a fixed
-    /// number of ids ahead. On 10 MB of English in 1 MB documents, building
-    /// the lists went from about as long as the lookups of `flush` to 0.4
-    /// of them (perf, one thread); 32 and 16 ahead gave 0.65, 256 and 128
-    /// no better than these.
+    /// The list of the ints of `ids`.
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        self.list_of(py, ids, 0..ids.len())
+    }
+
+    /// The list of the ints of `all[range]`, the ids that follow the range
+    /// in `all` fetched ahead as if in it. Each int's reference count is
+    /// written, and after encoding a long text (or a chunk of a batch) the
+    /// ints of a large vocabulary (cl100k's: 3.2 MB, and 0.8 MB of pointers
+    /// to them) have left the caches: each id's slot, then its int, is
+    /// fetched a fixed number of ids ahead. On 10 MB of English in 1 MB
+    /// documents, building the lists went from about as long as the
+    /// lookups of `flush` to 0.4 of them (perf, one thread); 32 and 16
+    /// ahead gave 0.65, 256 and 128 no better than these.
+    fn list_of<'py>(
+        &self,
+        py: Python<'py>,
+        all: &[u32],
+        range: std::ops::Range<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
         const SLOT_AHEAD: usize = 128;
         const INT_AHEAD: usize = 64;
         let int_of = |id: u32| self.0.get(id as usize);
+        let start = range.start;
         PyList::new(
             py,
-            ids.iter().enumerate().map(|(at, &id)| {
-                if let Some(slot) = ids.get(at + SLOT_AHEAD).and_then(|&ahead| int_of(ahead)) {
+            all[range].iter().enumerate().map(|(i, &id)| {
+                let at = start + i;
+                if let Some(slot) = all.get(at + SLOT_AHEAD).and_then(|&ahead| int_of(ahead)) {
                     crate::prefetch::line(slot);
                 }
-                if let Some(int) = ids.get(at + INT_AHEAD).and_then(|&ahead| int_of(ahead)) {
+                if let Some(int) = all.get(at + INT_AHEAD).and_then(|&ahead| int_of(ahead)) {
                     crate::prefetch::address(int.as_ptr());
                 }
                 match int_of(id) {
@@ -694,6 +707,14 @@ impl Ints {
                 }
             }),
         )
+    }
+
+    /// The list of each text's ids in `runs`, fetched ahead across texts:
+    /// a batch's texts are often shorter than the distance ahead.
+    fn lists(&self, py: Python<'_>, runs: &IdRuns) -> PyResult<Vec<Py<PyList>>> {
+        runs.ranges()
+            .map(|range| Ok(self.list_of(py, runs.all(), range)?.unbind()))
+            .collect()
     }
 }
 
@@ -863,13 +884,7 @@ fn encode_batch_lists<'py>(
             batch::encode_chunk(
                 chunk,
                 |chunk, runs| encode_texts(chunk, &allowed, runs),
-                |runs| {
-                    Python::attach(|py| {
-                        runs.iter()
-                            .map(|ids| ints.list(py, ids).map(Bound::unbind))
-                            .collect::<PyResult<Vec<_>>>()
-                    })
-                },
+                |runs| Python::attach(|py| ints.lists(py, runs)),
             )
         },
         |chunks| chunks,
