@@ -133,6 +133,23 @@ def test_cl100k_specials_and_unknown_ids(cl100k):
 # ------------------------------------------------------------------ bad input
 
 
+def test_long_id_lists_with_ids_past_the_vocabulary(cl100k, tiktoken_cl100k, sample_corpus):
+    # Lists are built with the ints of ids further on fetched ahead (up to
+    # 128 ids, across the texts of a batch): special ids, which have no
+    # int made in advance, at the start, the middle and the end of long
+    # texts and of short ones.
+    special = "<|endoftext|>"
+    body = " ".join(sample_corpus[:40])
+    texts = [special + body + special + body + special, special, "a" + special, body[:300] + special]
+    for text in texts:
+        expected = tiktoken_cl100k.encode(text, allowed_special="all")
+        assert cl100k.encode_ids(text, allowed_special="all") == expected
+        assert cl100k.encode(text, allowed_special="all").ids == expected
+    expected = [tiktoken_cl100k.encode(text, allowed_special="all") for text in texts]
+    assert cl100k.encode_batch_ids(texts, allowed_special="all") == expected
+    assert cl100k.encode_batch_ids(texts * 500, allowed_special="all") == expected * 500
+
+
 def test_non_utf8_corpus_names_file_and_offset(tmp_path):
     path = tmp_path / "latin1.txt"
     path.write_bytes("first line\nsecond line caf\xe9\n".encode("latin-1"))
