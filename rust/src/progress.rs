@@ -318,22 +318,26 @@ mod tests {
         });
         assert!(matches!(result, Err(Error::Interrupted)));
         assert!(started.elapsed() < Duration::from_secs(2));
-        // Called from a worker (here of a pool of one), the work runs there.
+        // Afterwards, updates call the callback again.
+        let before = calls.load(Ordering::Relaxed);
+        let _ = progress.force(Stage::Merging, 1, 1);
+        assert_eq!(calls.load(Ordering::Relaxed), before + 1);
+    }
+
+    #[test]
+    fn work_on_the_pool_called_from_a_worker_runs_there() {
+        // A pool of one: waiting there for another worker would never end.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .thread_name(|_| "the one worker".to_owned())
             .build()
             .unwrap();
-        let quiet = Progress::new(Some(&|_: Stage, _: u64, _: u64, _: Option<&str>| true));
+        let progress = Progress::new(Some(&|_: Stage, _: u64, _: u64, _: Option<&str>| true));
         let worker = pool.install(|| {
-            quiet.on_pool(Stage::Merging, 1, || {
+            progress.on_pool(Stage::Merging, 1, || {
                 Ok(std::thread::current().name().map(str::to_owned))
             })
         });
         assert_eq!(worker.unwrap().as_deref(), Some("the one worker"));
-        // Afterwards, updates call the callback again.
-        let before = calls.load(Ordering::Relaxed);
-        let _ = progress.force(Stage::Merging, 1, 1);
-        assert_eq!(calls.load(Ordering::Relaxed), before + 1);
     }
 }

@@ -690,11 +690,9 @@ impl Ints {
         const SLOT_AHEAD: usize = 128;
         const INT_AHEAD: usize = 64;
         let int_of = |id: u32| self.0.get(id as usize);
-        let start = range.start;
         PyList::new(
             py,
-            all[range].iter().enumerate().map(|(i, &id)| {
-                let at = start + i;
+            all[range.clone()].iter().zip(range).map(|(&id, at)| {
                 if let Some(slot) = all.get(at + SLOT_AHEAD).and_then(|&ahead| int_of(ahead)) {
                     crate::prefetch::line(slot);
                 }
