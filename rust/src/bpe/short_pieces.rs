@@ -256,32 +256,34 @@ pub(super) fn random_seed() -> [u64; 2] {
 }
 
 /// The short pieces a thread has merged, with their ids (up to `MEMO_IDS`):
-/// a two-way set-associative cache, lossy, that grows with use from 64 KB to
-/// `MEMO_MAX_LINES` lines (32 MB). 10 MB of English has 84,000 distinct
-/// merged pieces; the whole multilingual mix (30 MB, ten languages) 223,000
-/// of up to three ids. At 4 MB, a line of two often had three pieces to
-/// keep, and a second pass over 10 MB spent a fifth of its time merging
-/// again (1.18x English on that second pass at 16 MB). At 16 MB a second
-/// pass over the whole mix still merged 46,000 pieces again; at 32 MB
-/// 15,000 (64 MB: 4,200), about 8% of the pass.
+/// an open-addressing table of 64-byte lines of two entries, probed line
+/// after line from the line the hash names.
+/// It grows fourfold when three entries in four are taken, from 64 KB up
+/// to `MEMO_MAX_LINES` (32 MB, a million pieces); there, it starts afresh.
+///
+/// Why so dense: the memo's memory is touched for the first time during a
+/// first pass, and on a virtual machine a fresh page is slow (the host
+/// backs it): the kernel's zeroing of the memo's pages took up to half of a
+/// first pass over new pieces. The set-associative memo this replaced (two
+/// entries per line and no probing) lost pieces unless a quarter full, so
+/// it took 16 MB for the 84,000 merged pieces of 10 MB of English (now
+/// 4 MB) and 32 MB for the 223,000 of the multilingual mix (now 16 MB).
+/// A lookup still reads one line nearly always: the piece is in its home
+/// line, or the line has room and ends the probe.
 #[derive(Default)]
 pub(crate) struct PieceMemo {
     lines: Vec<MemoLine>,
-    /// Pieces stored since the table last grew.
-    stored: usize,
+    /// Entries taken.
+    taken: usize,
 }
 
 const MEMO_IDS: usize = 3;
 const MEMO_MIN_LINES: usize = 1 << 10;
 const MEMO_MAX_LINES: usize = 1 << 19;
-/// The memo moves into room for `MEMO_MAX_LINES` when it grows past this
-/// (1 MB).
-const MEMO_SMALL_LINES: usize = 1 << 14;
-
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct MemoLine {
-    /// The newer entry first.
+    /// Taken in order: an empty second entry ends a probe.
     entries: [MemoEntry; 2],
 }
 
@@ -334,85 +336,90 @@ impl FewIds {
 }
 
 impl PieceMemo {
-    /// The memo's line for `hash` (the hash's high half: its low half
+    /// The memo's home line for `hash` (the hash's high half: its low half
     /// places tokens), or `None` before the first store.
     #[inline(always)]
     fn line(&self, hash: u64) -> Option<&MemoLine> {
-        let mask = self.lines.len().wrapping_sub(1);
-        self.lines.get((hash >> 32) as usize & mask)
+        self.lines.get(self.home(hash))
     }
 
     #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        (hash >> 32) as usize & self.lines.len().wrapping_sub(1)
+    }
+
+    /// The ids of `key` (whose hash is `hash`), if the memo has them. A
+    /// probe ends at a line with room: there is always one.
+    #[inline(always)]
     fn get(&self, key: Key, hash: u64) -> Option<FewIds> {
-        let line = self.line(hash)?;
-        Some(line.entries.iter().find(|e| e.key == key)?.ids)
+        let mask = self.lines.len().wrapping_sub(1);
+        let mut at = self.home(hash);
+        loop {
+            let [first, second] = self.lines.get(at)?.entries;
+            if first.key == key {
+                return Some(first.ids);
+            }
+            if second.key == key {
+                return Some(second.ids);
+            }
+            if second.key.is_empty() {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// Remembers `ids` (at most `MEMO_IDS`) as the ids of `key` (whose hash
-    /// with `seed` is `hash`), evicting the older entry of its line if both
-    /// are taken.
+    /// with `seed` is `hash`), which `get` does not find.
     fn store(&mut self, key: Key, hash: u64, seed: [u64; 2], ids: &[u32]) {
         debug_assert!(ids.len() <= MEMO_IDS);
-        if 2 * self.stored >= self.lines.len() && self.lines.len() < MEMO_MAX_LINES {
-            // Past a piece per two lines (a line of two then rarely drops
-            // one), the next size.
-            self.grow(seed);
+        if 4 * self.taken >= 3 * 2 * self.lines.len() {
+            if self.lines.len() < MEMO_MAX_LINES {
+                self.grow(seed);
+            } else {
+                // Full at the largest size: start afresh, keeping the room.
+                self.lines.fill(MemoLine::default());
+                self.taken = 0;
+            }
         }
         let entry = MemoEntry {
             key,
             ids: FewIds::new(ids),
         };
         self.put(entry, hash);
-        self.stored += 1;
     }
 
     /// Quadruples the lines (up to `MEMO_MAX_LINES`), keeping what they
-    /// hold. Past `MEMO_SMALL_LINES`, in place: the room for all the lines
-    /// the memo may take is reserved then (address space only), so that
-    /// growing touches only the new lines. Fresh memory is slow to touch
-    /// the first time (the kernel zeroes it, and on a virtual machine so may
-    /// the host): growing into a new table each time touched 53 MB on the
-    /// way to 32 MB, and the kernel's zeroing of those pages was a sixth of
-    /// a first pass over the multilingual mix on the benchmark machine.
-    /// (Reserved from the start, the room cost a thread that encodes a
-    /// few short texts a whole huge page, 2 MB.)
+    /// hold.
     fn grow(&mut self, seed: [u64; 2]) {
-        let old = self.lines.len();
-        let lines = (old * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
-        if lines > MEMO_SMALL_LINES && self.lines.capacity() < MEMO_MAX_LINES {
-            let mut room = Vec::with_capacity(MEMO_MAX_LINES);
-            room.extend_from_slice(&self.lines);
-            self.lines = room;
-        }
-        // (Below `MEMO_SMALL_LINES`, an ordinary reallocation, which keeps
-        // the lines too.)
-        self.lines.resize(lines, MemoLine::default());
-        // The entries of line `at` belong at `at + k * old` now (the hash's
-        // next two bits pick `k`): lines no other old line sends entries
-        // to, so each old line is emptied and its entries put again, older
-        // first, so that they stay the older ones.
-        for at in 0..old {
-            let line = std::mem::take(&mut self.lines[at]);
-            for entry in [line.entries[1], line.entries[0]] {
-                if !entry.key.is_empty() {
-                    self.put(entry, entry.key.hash(seed));
-                }
+        let lines = (self.lines.len() * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
+        let old = std::mem::replace(&mut self.lines, vec![MemoLine::default(); lines]);
+        self.taken = 0;
+        for entry in old.iter().flat_map(|line| line.entries) {
+            if !entry.key.is_empty() {
+                self.put(entry, entry.key.hash(seed));
             }
         }
-        self.stored = 0;
     }
 
-    /// Forgets every piece (another model's turn), keeping the room.
+    /// Forgets every piece (another model's turn).
     pub(super) fn clear(&mut self) {
-        self.lines.clear();
-        self.stored = 0;
+        *self = PieceMemo::default();
     }
 
+    /// Puts `entry` in the first room from its home line on.
     fn put(&mut self, entry: MemoEntry, hash: u64) {
         let mask = self.lines.len() - 1;
-        let line = &mut self.lines[(hash >> 32) as usize & mask];
-        line.entries[1] = line.entries[0];
-        line.entries[0] = entry;
+        let mut at = self.home(hash);
+        loop {
+            let line = &mut self.lines[at];
+            if let Some(room) = line.entries.iter_mut().find(|e| e.key.is_empty()) {
+                *room = entry;
+                self.taken += 1;
+                return;
+            }
+            at = (at + 1) & mask;
+        }
     }
 }
 
@@ -664,73 +671,58 @@ mod tests {
     }
 
     #[test]
-    fn the_memo_keeps_the_two_newest_pieces_of_a_line() {
+    fn pieces_of_one_home_line_probe_the_lines_after_it() {
         let mut memo = PieceMemo::default();
-        let (a, b, c) = (
-            Key::of(b"a", 0, 1),
-            Key::of(b"b", 0, 1),
-            Key::of(b"c", 0, 1),
-        );
-        assert_eq!(memo.get(a, 7), None);
-        // One hash for all three: they share a line.
         let seed = [0, 0];
-        memo.store(a, 7, seed, &[1]);
-        memo.store(b, 7, seed, &[2, 3]);
-        assert_eq!(
-            memo.get(a, 7).as_ref().map(FewIds::as_slice),
-            Some(&[1][..])
-        );
-        assert_eq!(
-            memo.get(b, 7).as_ref().map(FewIds::as_slice),
-            Some(&[2, 3][..])
-        );
-        memo.store(c, 7, seed, &[4, 5, 6]);
-        assert_eq!(memo.get(a, 7), None);
-        assert_eq!(
-            memo.get(b, 7).as_ref().map(FewIds::as_slice),
-            Some(&[2, 3][..])
-        );
-        assert_eq!(
-            memo.get(c, 7).as_ref().map(FewIds::as_slice),
-            Some(&[4, 5, 6][..])
-        );
+        let key = |i: u32| Key::of(format!("k{i}").as_bytes(), 0, format!("k{i}").len());
+        let line = |at: u64| at << 32;
+        assert_eq!(memo.get(key(0), line(0)), None);
+        // Twenty pieces with one home line (hashes of the test's choosing,
+        // so stored before the memo first grows) fill it and the nine lines
+        // after it, each with its ids.
+        let ids = |i: u32| [i, 1, 2];
+        let n_ids = |i: u32| 1 + i as usize % MEMO_IDS;
+        for i in 0..20 {
+            memo.store(key(i), line(0), seed, &ids(i)[..n_ids(i)]);
+        }
+        for i in 0..20 {
+            let found = memo.get(key(i), line(0)).expect("kept");
+            assert_eq!(found.as_slice(), &ids(i)[..n_ids(i)]);
+        }
+        assert_eq!(memo.taken, 20);
+        // A piece at home in the run of full lines is looked for up to the
+        // first line with room, and stored there.
+        assert_eq!(memo.get(key(20), line(3)), None);
+        memo.store(key(20), line(3), seed, &[20]);
+        assert_eq!(memo.lines[10].entries[0].key, key(20));
+        assert_eq!(memo.get(key(20), line(3)), Some(FewIds::new(&[20])));
+        // Past the run, a line of its own.
+        assert_eq!(memo.get(key(0), line(11)), None);
     }
 
     #[test]
-    fn the_memo_keeps_its_pieces_as_it_grows() {
+    fn the_memo_keeps_every_piece_as_it_grows() {
         let mut memo = PieceMemo::default();
-        // A fixed seed: how many pieces stay depends on where they fall.
         let seed = [0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344];
         let keys: Vec<Key> = (0..60_000u32)
             .map(|i| Key::of(format!("p{i}").as_bytes(), 0, format!("p{i}").len()))
             .collect();
-        let mut room = None;
         for (i, &key) in keys.iter().enumerate() {
             memo.store(key, key.hash(seed), seed, &[i as u32]);
-            if memo.lines.len() > MEMO_SMALL_LINES {
-                room.get_or_insert(memo.lines.as_ptr());
-            }
         }
-        // Grown from 1,024 lines four times (growing once more takes twice
-        // as many pieces), in place once past the small sizes.
-        assert_eq!(memo.lines.len(), MEMO_MAX_LINES / 2);
-        assert_eq!(memo.lines.capacity(), MEMO_MAX_LINES);
-        assert_eq!(Some(memo.lines.as_ptr()), room);
-        // The first pieces were stored in a table of 1,024 lines and moved
-        // four times; some lost their line to newer pieces, most did not
-        // (none would if growing dropped the table).
-        let kept = keys[..1000]
-            .iter()
-            .enumerate()
-            .filter(|&(i, &key)| memo.get(key, key.hash(seed)) == Some(FewIds::new(&[i as u32])))
-            .count();
-        assert!(kept > 600, "{kept} of the first 1,000 pieces kept");
+        // Grown from 1,024 lines three times, to 65,536 (131,072 entries,
+        // of which 60,000 take less than three in four); below the largest
+        // size nothing is lost.
+        assert_eq!(memo.lines.len(), MEMO_MIN_LINES << 6);
+        assert_eq!(memo.taken, keys.len());
         for (i, &key) in keys.iter().enumerate() {
-            let found = memo.get(key, key.hash(seed));
-            assert!(found.is_none() || found == Some(FewIds::new(&[i as u32])));
+            assert_eq!(
+                memo.get(key, key.hash(seed)),
+                Some(FewIds::new(&[i as u32]))
+            );
         }
-        // Cleared (another model's turn): nothing is found, the room stays,
-        // and the memo starts again from its smallest size.
+        // Cleared (another model's turn): nothing is found, and the memo
+        // starts again from its smallest size.
         memo.clear();
         assert!(keys
             .iter()
@@ -741,6 +733,26 @@ mod tests {
             Some(FewIds::new(&[7]))
         );
         assert_eq!(memo.lines.len(), MEMO_MIN_LINES);
-        assert_eq!(Some(memo.lines.as_ptr()), room);
+    }
+
+    #[test]
+    fn the_memo_starts_afresh_when_full_at_its_largest() {
+        let mut memo = PieceMemo::default();
+        let seed = [0x4528_21E6_38D0_1377, 0xBE54_66CF_34E9_0C6C];
+        let full = 3 * 2 * MEMO_MAX_LINES / 4;
+        let keys: Vec<Key> = (0..full as u32 + 1000)
+            .map(|i| Key::of(&i.to_le_bytes(), 0, 4))
+            .collect();
+        for (i, &key) in keys.iter().enumerate() {
+            memo.store(key, key.hash(seed), seed, &[i as u32]);
+        }
+        // Three in four entries taken at the largest size, then forgotten:
+        // only the pieces stored since are there, with their ids.
+        assert_eq!(memo.lines.len(), MEMO_MAX_LINES);
+        assert_eq!(memo.taken, 1000);
+        for (i, &key) in keys.iter().enumerate() {
+            let expected = (i >= full).then(|| FewIds::new(&[i as u32]));
+            assert_eq!(memo.get(key, key.hash(seed)), expected, "piece {i}");
+        }
     }
 }
