@@ -150,6 +150,31 @@ def test_long_id_lists_with_ids_past_the_vocabulary(cl100k, tiktoken_cl100k, sam
     assert cl100k.encode_batch_ids(texts * 500, allowed_special="all") == expected * 500
 
 
+def test_texts_of_every_width_before_and_after_python_has_their_utf8(cl100k, tiktoken_cl100k, sample_corpus):
+    # ``encode_ids`` reads a string's characters where CPython keeps them
+    # (Latin-1, UCS-2 or UCS-4) and makes their UTF-8 itself, unless the
+    # string already has it (ASCII, or asked for before: tiktoken's call
+    # asks). Short texts, and long ones that are cut across the pool; lone
+    # surrogates become U+FFFD, a pair its character.
+    body = " ".join(sample_corpus[:200])
+    ascii_part = "".join(c for c in body if c < "\x80")
+    widths = {
+        "latin-1": ascii_part + " caf\xe9 na\xefve",
+        "ucs-2": ascii_part + " \u4e2d\u6587 \u0440\u0443\u0441",
+        "ucs-4": ascii_part + " \U0001f600 \u4e2d",
+        "surrogates": ascii_part + " \U0001f600 x\udfffy \ud83d\ude00 \ud800",
+    }
+    for name, part in widths.items():
+        for text in (part[-300:], part * (300_000 // len(part) + 1)):
+            # A copy made here: a string no one has asked for UTF-8 yet.
+            text = "".join(list(text))
+            fresh = cl100k.encode_ids(text)
+            cleaned = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            expected = tiktoken_cl100k.encode_ordinary(cleaned if name == "surrogates" else text)
+            assert fresh == expected, (name, len(text))
+            assert cl100k.encode_ids(text) == expected, (name, len(text))
+
+
 def test_non_utf8_corpus_names_file_and_offset(tmp_path):
     path = tmp_path / "latin1.txt"
     path.write_bytes("first line\nsecond line caf\xe9\n".encode("latin-1"))

@@ -36,7 +36,7 @@ use crate::wordpiece::{self, WordPieceModel, WordPieceSettings, WordPieceTrainer
 mod pipeline;
 mod texts;
 
-use texts::{read_items, Texts};
+use texts::{read_items, with_utf8, Texts};
 
 create_exception!(
     polytok,

@@ -22,7 +22,8 @@ use rayon::prelude::*;
 
 use super::{
     allowed_special_tokens, encode_batch_flat, encode_batch_lists, encode_list, guarded, in_pool,
-    run_encoding, to_py, with_ids, Bpe, FlatArrays, GcPause, Ints, Texts, Unigram, WordPiece,
+    run_encoding, to_py, with_ids, with_utf8, Bpe, FlatArrays, GcPause, Ints, Texts, Unigram,
+    WordPiece,
 };
 use crate::batch::StrRun;
 use crate::encoding::{Encoding as RustEncoding, Token};
@@ -139,14 +140,11 @@ impl TokenizerBase {
         allowed_special: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let pipeline = Self::pipeline(slf)?;
-        let text = encodable(text)?;
-        pipeline.get().encode_ids(
-            slf.py(),
-            text.to_str()?,
-            None,
-            add_special_tokens,
-            allowed_special,
-        )
+        with_utf8(&text, |text| {
+            pipeline
+                .get()
+                .encode_ids(slf.py(), text, None, add_special_tokens, allowed_special)
+        })?
     }
 }
 

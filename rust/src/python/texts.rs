@@ -1,5 +1,7 @@
-//! The texts of a batch, read on the FFI where CPython keeps them: their
-//! UTF-8 is made on the pool threads that encode them (`text::widths`: why).
+//! Python strings read on the FFI where CPython keeps their characters:
+//! the UTF-8 of a batch's texts is made on the pool threads that encode
+//! them, that of a single text on the thread that encodes it, in a buffer
+//! it reuses (`text::widths`: why).
 
 use std::mem::MaybeUninit;
 
@@ -8,6 +10,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
+use crate::batch::StrRun;
 use crate::text::widths::FixedWidth;
 
 /// The texts of a Python list, each held by a reference taken here: they
@@ -87,6 +90,58 @@ pub(crate) fn read_items<'py>(
         held.push(text);
     }
     Ok(())
+}
+
+/// `read` of `text` as UTF-8: where CPython keeps it (an ASCII string, or
+/// one whose UTF-8 something asked for before), else made on this thread
+/// in a buffer reused from call to call, and not kept in the string. Lone
+/// surrogates read as U+FFFD (`text::widths`).
+///
+/// Why not `PyUnicode_AsUTF8AndSize`: a text with one character past
+/// U+FFFF (an emoji) is UCS-4, as is every 1 MB document of the English
+/// benchmark corpus, and CPython transcodes it a character at a time into
+/// a buffer that grows into fresh memory, then copies it into the string.
+/// On a first pass over 10 MB of such documents, that and the kernel's
+/// zeroing of its fresh pages took about a tenth of the time; here, about
+/// 3 ms.
+pub(crate) fn with_utf8<R>(
+    text: &Bound<'_, PyString>,
+    read: impl FnOnce(&str) -> R,
+) -> PyResult<R> {
+    let characters = characters_of(text)?;
+    if let Some(utf8) = kept_utf8(text) {
+        return Ok(read(utf8));
+    }
+    Ok(FixedWidth::with_strs(&[characters], |strs| read(strs[0])))
+}
+
+/// `text`'s UTF-8 where CPython has it already: an ASCII string's
+/// characters, or the copy a non-ASCII string keeps once asked for it.
+/// (`characters_of` has made the string ready.)
+fn kept_utf8<'a>(text: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    let text_ptr = text.as_ptr();
+    // SAFETY: `text` is a ready string and the GIL is held. A compact
+    // ASCII string's data is its UTF-8; a compact string's `utf8` is null
+    // or its UTF-8, `utf8_length` bytes, kept as long as the string.
+    unsafe {
+        let (data, len) = if ffi::PyUnicode_IS_COMPACT_ASCII(text_ptr) != 0 {
+            (
+                ffi::PyUnicode_DATA(text_ptr).cast::<u8>(),
+                ffi::PyUnicode_GET_LENGTH(text_ptr) as usize,
+            )
+        } else if ffi::PyUnicode_IS_COMPACT(text_ptr) != 0 {
+            let compact = &*text_ptr.cast::<ffi::PyCompactUnicodeObject>();
+            (compact.utf8.cast::<u8>(), compact.utf8_length as usize)
+        } else {
+            return None;
+        };
+        if data.is_null() {
+            return None;
+        }
+        Some(std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+            data, len,
+        )))
+    }
 }
 
 /// Where `text`'s characters lie, in its width. They live as long as the

@@ -50,12 +50,25 @@ impl<'a> FixedWidth<'a> {
         }
     }
 
-    /// The most bytes its UTF-8 can take.
+    /// The most bytes its UTF-8 can take: by its width (`encoding_rs`
+    /// asks for that room), except for a UCS-4 text that would take more
+    /// than `KEEP_UTF8` so: counted then (a pass over the text, where four
+    /// bytes a character would be fresh memory at every call, zeroed by
+    /// the kernel, then by `resize`).
     fn utf8_bound(self) -> usize {
         match self {
             FixedWidth::Latin1(chars) => 2 * chars.len(),
             FixedWidth::Ucs2(chars) => 3 * chars.len(),
-            FixedWidth::Ucs4(chars) => 4 * chars.len(),
+            FixedWidth::Ucs4(chars) if 4 * chars.len() <= KEEP_UTF8 => 4 * chars.len(),
+            // A character takes a byte, and one more from each of these
+            // code points on. (A surrogate counts three, as U+FFFD takes; a
+            // pair, six for four.)
+            FixedWidth::Ucs4(chars) => chars
+                .iter()
+                .map(|&c| {
+                    1 + usize::from(c >= 0x80) + usize::from(c >= 0x800) + usize::from(c >= 0x10000)
+                })
+                .sum(),
         }
     }
 
@@ -288,5 +301,21 @@ mod tests {
             });
             assert_eq!(strs, ["café", "中"]);
         });
+    }
+
+    #[test]
+    fn a_huge_ucs4_text_is_given_the_room_its_utf8_takes() {
+        // Characters of every UTF-8 length, a surrogate pair and lone
+        // surrogates, repeated past `KEEP_UTF8` bytes at four a character:
+        // the room is counted, and must hold the UTF-8.
+        let one: &[u32] = &[
+            0x61, 0xE9, 0x6587, 0x1F600, 0xD83D, 0xDE00, 0xD800, 0x61, 0xDFFF, 0x10FFFF,
+        ];
+        let copies = KEEP_UTF8 / 4 / one.len() + 1;
+        let huge = FixedWidth::Ucs4(one.repeat(copies).leak());
+        let expected = as_utf16_decoding_reads(one).repeat(copies);
+        let bound = huge.utf8_bound();
+        assert!(bound >= expected.len() && bound < 2 * expected.len());
+        FixedWidth::with_strs(&[huge], |strs| assert!(strs[0] == expected));
     }
 }
