@@ -31,10 +31,11 @@
 //! take the general path, `encode_part`.
 //!
 //! The keys are the user's text, so the hash is seeded at random (per
-//! model) and neither table can be steered into long probes: the memo is
-//! two-way set-associative and lossy (one line per lookup, whatever the
-//! input), and the token index, built once from the vocabulary, probes at
-//! most as far as its longest chain at build time.
+//! model) and neither table can be steered into long probes: text cannot
+//! choose the memo's lines, which are never more than three quarters
+//! taken (its size is bounded: full at 32 MB, it starts afresh), and the
+//! token index, built once from the vocabulary, probes at most as far as
+//! its longest chain at build time.
 
 use std::hash::{BuildHasher, RandomState};
 
