@@ -172,7 +172,16 @@ def test_texts_of_every_width_before_and_after_python_has_their_utf8(cl100k, tik
             cleaned = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
             expected = tiktoken_cl100k.encode_ordinary(cleaned if name == "surrogates" else text)
             assert fresh == expected, (name, len(text))
+            assert cl100k.encode(text).ids == expected, (name, len(text))
             assert cl100k.encode_ids(text) == expected, (name, len(text))
+    # An encoding made without offsets keeps the text as given; its offsets,
+    # made when first read, are those of the text with U+FFFD in place.
+    text = "x\udfffy \ud83d\ude00 z\ud800"
+    cleaned = "x\ufffdy \U0001f600 z\ufffd"
+    encoding = cl100k.encode(text)
+    assert encoding.ids == cl100k.encode_ids(cleaned)
+    assert encoding.offsets == cl100k.encode(cleaned).offsets
+    assert encoding.tokens == cl100k.encode(cleaned).tokens
 
 
 def test_non_utf8_corpus_names_file_and_offset(tmp_path):

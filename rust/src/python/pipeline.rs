@@ -122,7 +122,7 @@ impl TokenizerBase {
         let pair = pair.map(encodable).transpose()?;
         pipeline.get().encode(
             slf.py(),
-            encodable(text)?,
+            text,
             pair,
             add_special_tokens,
             allowed_special,
@@ -302,20 +302,26 @@ impl Pipeline {
         offsets: bool,
     ) -> PyResult<Bound<'py, Encoding>> {
         let allowed = allowed_special_tokens(allowed_special)?;
-        let a = text.to_str()?;
         let tokenizer = &*self.tokenizer;
-        let body = if pair.is_none() && self.keeps_ids_only(offsets) {
+        let (text, body) = if pair.is_none() && self.keeps_ids_only(offsets) {
             let encode = |t: &str, allowed: &AllowedSpecial, ids: &mut Vec<u32>| {
                 tokenizer.encode_ids_into(t, add_special_tokens, allowed, ids)
             };
-            Body::Ids(with_ids(py, a, &allowed, encode, <[u32]>::to_vec)?)
+            // The text is kept as given (lone surrogates and all): offsets,
+            // if asked for later, clean it then (`full`).
+            let ids = with_utf8(&text, |a| {
+                with_ids(py, a, &allowed, encode, <[u32]>::to_vec)
+            })??;
+            (text, Body::Ids(ids))
         } else {
+            let text = encodable(text)?;
+            let a = text.to_str()?;
             let b = pair.as_ref().map(|p| p.to_str()).transpose()?;
             let encoding = run_encoding(py, a.len() + b.map_or(0, str::len), || {
                 tokenizer.encode(a, b, add_special_tokens, &allowed, offsets)
             })?
             .map_err(to_py)?;
-            Body::Records(encoding)
+            (text, Body::Records(encoding))
         };
         self.wrap(
             py,
@@ -705,7 +711,8 @@ impl Encoding {
         if let Some(full) = self.later().full.get() {
             return Ok(full);
         }
-        let a = inputs.text.bind(py).to_str()?;
+        let text = encodable(inputs.text.bind(py).clone())?;
+        let a = text.to_str()?;
         let pair = inputs.pair.as_ref().map(|p| p.bind(py));
         let b = pair.map(|p| p.to_str()).transpose()?;
         let tokenizer = self
