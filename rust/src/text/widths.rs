@@ -50,8 +50,8 @@ impl<'a> FixedWidth<'a> {
         }
     }
 
-    /// The most bytes its UTF-8 can take: by its width (`encoding_rs`
-    /// asks for that room), except for a UCS-4 text that would take more
+    /// The most bytes its UTF-8 can take: by its width (the room simdutf
+    /// asks for), except for a UCS-4 text that would take more
     /// than `KEEP_UTF8` so: counted then (a pass over the text, where four
     /// bytes a character would be fresh memory at every call, zeroed by
     /// the kernel, then by `resize`).
@@ -74,69 +74,59 @@ impl<'a> FixedWidth<'a> {
 
     /// Its characters as UTF-8: where they lie if ASCII, else written at
     /// the start of `out` (at least `utf8_bound` bytes long).
+    ///
+    /// By simdutf, whose vector code transcoded the multilingual benchmark
+    /// mix's UTF-16 at 3.6 to 12.7 GB/s on one core (Zen 4), where
+    /// `encoding_rs` took 0.7 to 1.1 (CJK and Cyrillic text, whose
+    /// characters are not ASCII, is what it was slow on); on a warm pass over
+    /// the mix, transcoding had taken a tenth of the time. simdutf refuses
+    /// a lone surrogate (it gives 0 for a text that is not empty), which
+    /// `code_points_to_utf8` then reads as UTF-16 decoding does.
     fn to_utf8(self, out: &mut [u8]) -> Utf8<'a> {
         if let Some(text) = self.as_ascii() {
             return Utf8::InPlace(text);
         }
-        match self {
-            FixedWidth::Latin1(chars) => {
-                Utf8::Written(encoding_rs::mem::convert_latin1_to_utf8(chars, out))
+        debug_assert!(out.len() >= self.utf8_bound());
+        // SAFETY: `out` has room for the UTF-8 of the characters (the
+        // caller's `utf8_bound`), and they are not in it.
+        let written = unsafe {
+            match self {
+                FixedWidth::Latin1(chars) => {
+                    simdutf::convert_latin1_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
+                }
+                FixedWidth::Ucs2(chars) => {
+                    simdutf::convert_utf16le_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
+                }
+                FixedWidth::Ucs4(chars) => {
+                    simdutf::convert_utf32_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
+                }
             }
-            FixedWidth::Ucs2(chars) => {
-                Utf8::Written(encoding_rs::mem::convert_utf16_to_utf8(chars, out))
-            }
-            FixedWidth::Ucs4(chars) => Utf8::Written(ucs4_to_utf8(chars, out)),
-        }
+        };
+        Utf8::Written(match self {
+            _ if written > 0 => written,
+            FixedWidth::Latin1(_) => written,
+            FixedWidth::Ucs2(chars) => code_points_to_utf8(chars, out),
+            FixedWidth::Ucs4(chars) => code_points_to_utf8(chars, out),
+        })
     }
 }
 
 /// Writes `chars` as UTF-8 at the start of `out`, surrogates as UTF-16
 /// decoding reads them (a pair as its character, one alone as U+FFFD), and
-/// gives the number of bytes written.
-///
-/// Runs of ASCII, most of most text, are copied `ASCII_BLOCK` characters at
-/// a time: one test of the block (an OR of its lanes) and a narrowing copy,
-/// both vector instructions, where the character-by-character loop spent
-/// about a nanosecond a character. (A text with one emoji is UCS-4: so is
-/// every 1 MB document of the English benchmark corpus. 10 MB of them took
-/// 11 ms, now 3 to 3.5; `encode_batch_flat` of the ten, 52 ms, now 43.)
-fn ucs4_to_utf8(chars: &[u32], out: &mut [u8]) -> usize {
-    // 16 and 32 measured slower on 10 MB of English (3.4 and 4.7 ms to 2.9).
-    const ASCII_BLOCK: usize = 8;
+/// gives the number of bytes written: for the texts simdutf refuses (they
+/// hold a lone surrogate, or a pair in UCS-4), a character at a time.
+fn code_points_to_utf8<C: Copy + Into<u32>>(chars: &[C], out: &mut [u8]) -> usize {
     let mut written = 0;
-    let mut i = 0;
-    loop {
-        while let Some(block) = chars.get(i..i + ASCII_BLOCK) {
-            if block.iter().fold(0, |any, &c| any | c) >= 0x80 {
-                break;
-            }
-            let Some(to) = out.get_mut(written..written + ASCII_BLOCK) else {
-                break;
-            };
-            for (byte, &c) in to.iter_mut().zip(block) {
-                *byte = c as u8;
-            }
-            i += ASCII_BLOCK;
-            written += ASCII_BLOCK;
-        }
-        let Some(&first) = chars.get(i) else {
-            return written;
-        };
-        let mut c = first;
-        i += 1;
-        if c < 0x80 {
-            // Near the end, or in a block that is not all ASCII.
-            out[written] = c as u8;
-            written += 1;
-            continue;
-        }
-        if let (0xD800..=0xDBFF, Some(&low @ 0xDC00..=0xDFFF)) = (c, chars.get(i)) {
+    let mut units = chars.iter().map(|&c| c.into()).peekable();
+    while let Some(mut c) = units.next() {
+        if let (0xD800..=0xDBFF, Some(&low @ 0xDC00..=0xDFFF)) = (c, units.peek()) {
             c = 0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00);
-            i += 1;
+            units.next();
         }
         let c = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
         written += c.encode_utf8(&mut out[written..]).len();
     }
+    written
 }
 
 thread_local! {
@@ -259,27 +249,39 @@ mod tests {
     }
 
     #[test]
-    fn ascii_blocks_end_where_other_characters_start() {
-        // Long ASCII runs (copied a block at a time) with one other
-        // character, or a surrogate pair or lone surrogate, at every offset
-        // around the block boundaries, and at either end.
-        for other in [
-            &[0xE9][..],
-            &[0x1F600],
-            &[0xD83D, 0xDE00],
-            &[0xDC00],
-            &[0x7F, 0x80],
-        ] {
-            for at in 0..40 {
-                let mut chars: Vec<u32> = (0..40).map(|i| 0x20 + i).collect();
+    fn long_texts_of_every_width_read_as_their_utf8() {
+        // Long enough for simdutf's vector loops, with characters of every
+        // UTF-8 length; then with a lone surrogate (which it refuses) or, in
+        // UCS-4, a pair, at every offset near the start.
+        let base: Vec<u32> = (0..300u32)
+            .map(|i| match i % 7 {
+                0 => 0xE9,
+                1 => 0x6587,
+                2 => 0x1F600,
+                _ => 0x20 + i % 90,
+            })
+            .collect();
+        let mut cases = vec![base.clone(), base.iter().map(|&c| c.min(0xFF)).collect()];
+        for other in [&[0xDC00][..], &[0xD800], &[0xD83D, 0xDE00]] {
+            for at in 0..70 {
+                let mut chars = base.clone();
                 chars.splice(at..at, other.iter().copied());
-                let mut out = vec![0; 4 * chars.len()];
-                let written = ucs4_to_utf8(&chars, &mut out);
-                assert_eq!(
-                    std::str::from_utf8(&out[..written]).unwrap(),
-                    as_utf16_decoding_reads(&chars),
-                    "{other:x?} at {at}"
-                );
+                cases.push(chars);
+            }
+        }
+        for chars in cases {
+            let expected = as_utf16_decoding_reads(&chars);
+            let mut texts = vec![FixedWidth::Ucs4(&chars[..])];
+            let ucs2: Vec<u16> = chars.iter().map(|&c| c as u16).collect();
+            let latin1: Vec<u8> = chars.iter().map(|&c| c as u8).collect();
+            if chars.iter().all(|&c| c <= 0xFFFF) {
+                texts.push(FixedWidth::Ucs2(&ucs2));
+            }
+            if chars.iter().all(|&c| c <= 0xFF) {
+                texts.push(FixedWidth::Latin1(&latin1));
+            }
+            for text in texts {
+                FixedWidth::with_strs(&[text], |strs| assert_eq!(strs[0], expected, "{text:?}"));
             }
         }
     }
