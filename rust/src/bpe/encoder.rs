@@ -160,19 +160,19 @@ impl BpeModel {
         }
         // Very long pieces are rare and would crowd the cache.
         let cache_hash = (piece.len() <= CACHED_PIECE).then(|| state.cache.hash(piece));
-        self.encode_merged(piece, cache_hash, cut, 0, out, state);
+        self.encode_merged(piece, cache_hash, cut, |_| false, out, state);
     }
 
     /// The ids of a piece not taken as a token: from the cache (by its hash
     /// there, `cache_hash`; `None`: not cached), or merged (cut first where
-    /// it can be, when `cut`) and cached, unless it has at most
-    /// `kept_elsewhere` ids (`short_pieces` keeps those in its memo).
+    /// it can be, when `cut`) and cached, unless its ids are
+    /// `kept_elsewhere` (`short_pieces` keeps those that fit in its memo).
     pub(super) fn encode_merged(
         &self,
         piece: &[u8],
         cache_hash: Option<u64>,
         cut: bool,
-        kept_elsewhere: usize,
+        kept_elsewhere: fn(&[u32]) -> bool,
         out: &mut Vec<u32>,
         state: &mut EncodeState,
     ) {
@@ -209,7 +209,7 @@ impl BpeModel {
             self.merge_below(piece, NO_RANK, out, &mut state.buffers);
         }
         if let Some(hash) = cache_hash {
-            if out.len() - start > kept_elsewhere {
+            if !kept_elsewhere(&out[start..]) {
                 state.cache.insert(piece, hash, &out[start..]);
             }
         }

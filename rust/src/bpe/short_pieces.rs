@@ -12,7 +12,7 @@
 //! - **One cache line per lookup.** `TokenIndex` (per model, shared by
 //!   every thread) holds every token of up to 15 bytes, three keys and their
 //!   ids per 64-byte bucket; `PieceMemo` (per thread) holds the pieces this
-//!   thread merged, two keys and up to three ids each per 64-byte line.
+//!   thread merged, two keys and up to six ids each per 64-byte line.
 //! - **Fetched ahead.** The pieces of a text are handed over in batches of
 //!   `BATCH` (`PieceBatch`): the key and hash of each piece are computed and
 //!   its token index line prefetched as the pre-tokenizer yields it, and the
@@ -22,13 +22,13 @@
 //!   waiting one after the other.
 //!
 //! Pieces that miss both tables are merged (`encode_merged`); those of
-//! more than three ids are kept in the cache of `piece_cache.rs`, looked up
+//! more than six ids are kept in the cache of `piece_cache.rs`, looked up
 //! before merging, as are the pieces longer than 15 bytes that are no token
-//! (a filter of 8 KB tells most of them without the vocabulary). Both
-//! lookups are fetched ahead too, over the batch: the cache's slot, then the
-//! record its probe finds (on the multilingual mix, where they are one piece
-//! in fifteen, a warm pass went 7% faster). Long pieces that may be tokens
-//! take the general path, `encode_part`.
+//! (a filter of 8 KB tells most of them without the vocabulary). The long
+//! pieces' lookups are fetched ahead too, over the batch: the cache's slot,
+//! then the record its probe finds (on the multilingual mix, where they
+//! are one piece in thirty, a warm pass went 7% faster). Long pieces that
+//! may be tokens take the general path, `encode_part`.
 //!
 //! The keys are the user's text, so the hash is seeded at random (per
 //! model) and neither table can be steered into long probes: text cannot
@@ -96,14 +96,6 @@ impl Key {
             low: word as u64 & low_mask,
             high: (word >> 64) as u64 & high_mask | (len as u64) << 56,
         }
-    }
-
-    /// Whether the piece may merge to more ids than the memo keeps: one of
-    /// ASCII bytes alone nearly never does (and is merged unfetched if so).
-    #[inline(always)]
-    fn may_have_many_ids(self) -> bool {
-        // (The length, in the top byte, is below 0x80.)
-        (self.low | self.high) & 0x8080_8080_8080_8080 != 0
     }
 
     #[inline(always)]
@@ -278,7 +270,6 @@ pub(crate) struct PieceMemo {
     taken: usize,
 }
 
-const MEMO_IDS: usize = 3;
 const MEMO_MIN_LINES: usize = 1 << 10;
 const MEMO_MAX_LINES: usize = 1 << 19;
 #[derive(Clone, Copy, Default)]
@@ -295,27 +286,77 @@ struct MemoEntry {
     ids: FewIds,
 }
 
-/// Up to `MEMO_IDS` ids, copied as a whole: a copy of a variable length
-/// compiled to a call of `memmove` per piece.
+/// Up to `MEMO_IDS` ids below 2^20, packed in two words with their number
+/// and copied as a whole (a copy of a variable length compiled to a call of
+/// `memmove` per piece): the number in the low four bits of `low`, then
+/// three ids of 20 bits each in `low` and three in `high`.
+///
+/// Why six ids: on the multilingual mix, 4.5% of the pieces are short
+/// pieces of four to six ids (5 CJK characters take 15 bytes, and a rare
+/// one two or three ids); with three ids a memo entry, they were kept in
+/// the piece cache, and every short piece that was not ASCII was looked
+/// for in the memo a batch ahead (`fetch_cached`, 11% of a warm pass), so
+/// that the cache's lines of those it lacked could be fetched. Now 0.3% of
+/// the pieces of the mix are short and have more ids: they are looked up
+/// in the cache unfetched.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 struct FewIds {
-    ids: [u32; MEMO_IDS],
-    n: u32,
+    low: u64,
+    high: u64,
 }
 
+const MEMO_IDS: usize = 6;
+const FEW_ID_BITS: u32 = 20;
+const FEW_ID_MASK: u64 = (1 << FEW_ID_BITS) - 1;
+
 impl FewIds {
-    fn new(ids: &[u32]) -> FewIds {
+    /// `ids` packed, if they fit.
+    fn new(ids: &[u32]) -> Option<FewIds> {
+        if !FewIds::fit(ids) {
+            return None;
+        }
         let mut few = FewIds {
-            n: ids.len() as u32,
-            ..FewIds::default()
+            low: ids.len() as u64,
+            high: 0,
         };
-        few.ids[..ids.len()].copy_from_slice(ids);
-        few
+        for (i, &id) in ids.iter().enumerate() {
+            let (word, shift) = if i < 3 {
+                (&mut few.low, 4 + FEW_ID_BITS * i as u32)
+            } else {
+                (&mut few.high, FEW_ID_BITS * (i as u32 - 3))
+            };
+            *word |= u64::from(id) << shift;
+        }
+        Some(few)
+    }
+
+    /// Whether the memo can keep `ids`.
+    pub(super) fn fit(ids: &[u32]) -> bool {
+        ids.len() <= MEMO_IDS && ids.iter().all(|&id| u64::from(id) <= FEW_ID_MASK)
+    }
+
+    /// The ids, all `MEMO_IDS` slots (those past the number are zero).
+    #[inline(always)]
+    fn unpacked(self) -> [u32; MEMO_IDS] {
+        let id = |word: u64, shift: u32| (word >> shift & FEW_ID_MASK) as u32;
+        [
+            id(self.low, 4),
+            id(self.low, 4 + FEW_ID_BITS),
+            id(self.low, 4 + 2 * FEW_ID_BITS),
+            id(self.high, 0),
+            id(self.high, FEW_ID_BITS),
+            id(self.high, 2 * FEW_ID_BITS),
+        ]
+    }
+
+    #[inline(always)]
+    fn len(self) -> usize {
+        (self.low & 0xF) as usize
     }
 
     #[cfg(test)]
-    fn as_slice(&self) -> &[u32] {
-        &self.ids[..self.n as usize]
+    fn to_vec(self) -> Vec<u32> {
+        self.unpacked()[..self.len()].to_vec()
     }
 
     /// Appends the ids to `out`.
@@ -324,14 +365,14 @@ impl FewIds {
         out.reserve(MEMO_IDS);
         let len = out.len();
         // SAFETY: `reserve` made room for `MEMO_IDS` more ids past `len`;
-        // all are written, and the length grows over the first `n` of them
-        // (n <= MEMO_IDS).
+        // all are written, and the length grows over the first `len()` of
+        // them (at most MEMO_IDS).
         unsafe {
             out.as_mut_ptr()
                 .add(len)
                 .cast::<[u32; MEMO_IDS]>()
-                .write_unaligned(self.ids);
-            out.set_len(len + self.n as usize);
+                .write_unaligned(self.unpacked());
+            out.set_len(len + self.len());
         }
     }
 }
@@ -370,10 +411,9 @@ impl PieceMemo {
         }
     }
 
-    /// Remembers `ids` (at most `MEMO_IDS`) as the ids of `key` (whose hash
-    /// with `seed` is `hash`), which `get` does not find.
-    fn store(&mut self, key: Key, hash: u64, seed: [u64; 2], ids: &[u32]) {
-        debug_assert!(ids.len() <= MEMO_IDS);
+    /// Remembers `ids` as the ids of `key` (whose hash with `seed` is
+    /// `hash`), which `get` does not find.
+    fn store(&mut self, key: Key, hash: u64, seed: [u64; 2], ids: FewIds) {
         if 4 * self.taken >= 3 * 2 * self.lines.len() {
             if self.lines.len() < MEMO_MAX_LINES {
                 self.grow(seed);
@@ -383,11 +423,7 @@ impl PieceMemo {
                 self.taken = 0;
             }
         }
-        let entry = MemoEntry {
-            key,
-            ids: FewIds::new(ids),
-        };
-        self.put(entry, hash);
+        self.put(MemoEntry { key, ids }, hash);
     }
 
     /// Quadruples the lines (up to `MEMO_MAX_LINES`), keeping what they
@@ -538,12 +574,10 @@ impl<'a> PieceBatch<'a> {
         //    are no token, the piece cache's slot. (Fetching the memo line
         //    of every piece in `push`, when nine in ten are tokens in
         //    English, cost more instructions there.)
-        // 2. (`fetch_cached`) for the short pieces that may have more ids
-        //    than the memo keeps, the memo, and where it lacks the piece,
-        //    fetch the piece cache's slot; then the slots, fetching the
-        //    record each probe finds.
+        // 2. for the long pieces, the slots, fetching the record each probe
+        //    finds.
         // 3. the ids: the token, the memo's, the piece cache's, or merged.
-        // English text, of ASCII pieces, takes neither step 2 nor the cache.
+        // English text, of short pieces, takes neither step 2 nor the cache.
         let mut fetch = false;
         for p in pending.iter_mut() {
             if p.len as usize <= SHORT {
@@ -551,7 +585,6 @@ impl<'a> PieceBatch<'a> {
                     p.token = id;
                 } else if let Some(line) = state.memo.line(p.hash) {
                     crate::prefetch::line(line);
-                    fetch |= p.key.may_have_many_ids();
                 }
             } else if p.len as usize <= CACHED_PIECE && !index.may_be_long_token(p.piece(text)) {
                 p.hash = state.cache.hash(p.piece(text));
@@ -561,7 +594,9 @@ impl<'a> PieceBatch<'a> {
             }
         }
         if fetch {
-            fetch_cached(pending, text, state);
+            for p in pending.iter().filter(|p| p.token == CACHE_LOOKUP) {
+                state.cache.prefetch_record(p.hash);
+            }
         }
         for p in pending.iter() {
             if p.token < CACHE_LOOKUP {
@@ -569,63 +604,63 @@ impl<'a> PieceBatch<'a> {
                 continue;
             }
             let piece = p.piece(text);
-            let cache_hash = (p.token == CACHE_LOOKUP).then_some(p.hash);
             if p.len as usize > SHORT {
+                let cache_hash = (p.token == CACHE_LOOKUP).then_some(p.hash);
                 match cache_hash {
-                    Some(_) => model.encode_merged(piece, cache_hash, true, 0, out, state),
+                    Some(_) => model.encode_merged(piece, cache_hash, true, |_| false, out, state),
                     None => model.encode_part(piece, true, out, state),
                 }
                 continue;
             }
-            let memo_hash = match cache_hash {
-                Some(_) => p.key.hash(index.seed),
-                None => p.hash,
-            };
-            // (Also where step 2 missed: an earlier piece of the batch may
-            // have been this one, merged and stored since.)
-            if let Some(ids) = state.memo.get(p.key, memo_hash) {
+            // (Also where step 1 found no memo: an earlier piece of the
+            // batch may have been this one, merged and stored since.)
+            if let Some(ids) = state.memo.get(p.key, p.hash) {
                 ids.push_to(out);
                 continue;
             }
-            let cache_hash = cache_hash.unwrap_or_else(|| state.cache.hash(piece));
+            // Short, and not in the memo: merged, unless its ids are too
+            // many for the memo, then in the piece cache (0.3% of the pieces
+            // of the mix) or merged and kept there.
+            let cache_hash = Some(state.cache.hash(piece));
             let first = out.len();
-            model.encode_merged(piece, Some(cache_hash), true, MEMO_IDS, out, state);
-            let ids = &out[first..];
-            if ids.len() <= MEMO_IDS {
-                state.memo.store(p.key, memo_hash, index.seed, ids);
+            model.encode_merged(piece, cache_hash, true, FewIds::fit, out, state);
+            if let Some(ids) = FewIds::new(&out[first..]) {
+                state.memo.store(p.key, p.hash, index.seed, ids);
             }
         }
         pending.clear();
     }
 }
 
-/// Step 2 of `PieceBatch::flush`: the memo for the short pieces that may
-/// have more ids than it keeps (their lines fetched by step 1), the slot of
-/// the piece cache fetched for those it lacks; then the record each probe of
-/// the piece cache finds.
-#[inline(never)]
-fn fetch_cached(pending: &mut [Pending], text: &[u8], state: &EncodeState) {
-    for p in pending.iter_mut() {
-        if p.token == NO_TOKEN
-            && p.len as usize <= SHORT
-            && p.key.may_have_many_ids()
-            && state.memo.get(p.key, p.hash).is_none()
-        {
-            p.hash = state.cache.hash(p.piece(text));
-            state.cache.prefetch_slot(p.hash);
-            p.token = CACHE_LOOKUP;
-        }
-    }
-    for p in pending.iter() {
-        if p.token == CACHE_LOOKUP {
-            state.cache.prefetch_record(p.hash);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn few(ids: &[u32]) -> FewIds {
+        FewIds::new(ids).expect("ids that fit")
+    }
+
+    #[test]
+    fn up_to_six_ids_of_twenty_bits_are_packed_and_read_back() {
+        let largest = (1 << 20) - 1;
+        for ids in [
+            &[][..],
+            &[0],
+            &[largest],
+            &[1, 2, 3],
+            &[largest, 0, largest, 7],
+            &[9, 8, 7, 6, 5, largest],
+        ] {
+            let packed = few(ids);
+            assert_eq!(packed.to_vec(), ids);
+            let mut out = vec![42];
+            packed.push_to(&mut out);
+            assert_eq!(out[1..], *ids);
+        }
+        // Seven ids, or an id of 21 bits, do not fit.
+        assert_eq!(FewIds::new(&[1; 7]), None);
+        assert_eq!(FewIds::new(&[1, 1 << 20]), None);
+    }
 
     #[test]
     fn keys_hold_the_bytes_and_the_length() {
@@ -681,22 +716,21 @@ mod tests {
         // Twenty pieces with one home line (hashes of the test's choosing,
         // so stored before the memo first grows) fill it and the nine lines
         // after it, each with its ids.
-        let ids = |i: u32| [i, 1, 2];
-        let n_ids = |i: u32| 1 + i as usize % MEMO_IDS;
+        let ids = |i: u32| [i, 1, 2, 3, 4, 5][..1 + i as usize % MEMO_IDS].to_vec();
         for i in 0..20 {
-            memo.store(key(i), line(0), seed, &ids(i)[..n_ids(i)]);
+            memo.store(key(i), line(0), seed, few(&ids(i)));
         }
         for i in 0..20 {
             let found = memo.get(key(i), line(0)).expect("kept");
-            assert_eq!(found.as_slice(), &ids(i)[..n_ids(i)]);
+            assert_eq!(found.to_vec(), ids(i));
         }
         assert_eq!(memo.taken, 20);
         // A piece at home in the run of full lines is looked for up to the
         // first line with room, and stored there.
         assert_eq!(memo.get(key(20), line(3)), None);
-        memo.store(key(20), line(3), seed, &[20]);
+        memo.store(key(20), line(3), seed, few(&[20]));
         assert_eq!(memo.lines[10].entries[0].key, key(20));
-        assert_eq!(memo.get(key(20), line(3)), Some(FewIds::new(&[20])));
+        assert_eq!(memo.get(key(20), line(3)), Some(few(&[20])));
         // Past the run, a line of its own.
         assert_eq!(memo.get(key(0), line(11)), None);
     }
@@ -709,7 +743,7 @@ mod tests {
             .map(|i| Key::of(format!("p{i}").as_bytes(), 0, format!("p{i}").len()))
             .collect();
         for (i, &key) in keys.iter().enumerate() {
-            memo.store(key, key.hash(seed), seed, &[i as u32]);
+            memo.store(key, key.hash(seed), seed, few(&[i as u32]));
         }
         // Grown from 1,024 lines three times, to 65,536 (131,072 entries,
         // of which 60,000 take less than three in four); below the largest
@@ -717,10 +751,7 @@ mod tests {
         assert_eq!(memo.lines.len(), MEMO_MIN_LINES << 6);
         assert_eq!(memo.taken, keys.len());
         for (i, &key) in keys.iter().enumerate() {
-            assert_eq!(
-                memo.get(key, key.hash(seed)),
-                Some(FewIds::new(&[i as u32]))
-            );
+            assert_eq!(memo.get(key, key.hash(seed)), Some(few(&[i as u32])));
         }
         // Cleared (another model's turn): nothing is found, and the memo
         // starts again from its smallest size.
@@ -728,11 +759,8 @@ mod tests {
         assert!(keys
             .iter()
             .all(|&key| memo.get(key, key.hash(seed)).is_none()));
-        memo.store(keys[0], keys[0].hash(seed), seed, &[7]);
-        assert_eq!(
-            memo.get(keys[0], keys[0].hash(seed)),
-            Some(FewIds::new(&[7]))
-        );
+        memo.store(keys[0], keys[0].hash(seed), seed, few(&[7]));
+        assert_eq!(memo.get(keys[0], keys[0].hash(seed)), Some(few(&[7])));
         assert_eq!(memo.lines.len(), MEMO_MIN_LINES);
     }
 
@@ -745,14 +773,14 @@ mod tests {
             .map(|i| Key::of(&i.to_le_bytes(), 0, 4))
             .collect();
         for (i, &key) in keys.iter().enumerate() {
-            memo.store(key, key.hash(seed), seed, &[i as u32]);
+            memo.store(key, key.hash(seed), seed, few(&[i as u32]));
         }
         // Three in four entries taken at the largest size, then forgotten:
         // only the pieces stored since are there, with their ids.
         assert_eq!(memo.lines.len(), MEMO_MAX_LINES);
         assert_eq!(memo.taken, 1000);
         for (i, &key) in keys.iter().enumerate() {
-            let expected = (i >= full).then(|| FewIds::new(&[i as u32]));
+            let expected = (i >= full).then(|| few(&[i as u32]));
             assert_eq!(memo.get(key, key.hash(seed)), expected, "piece {i}");
         }
     }
