@@ -314,8 +314,8 @@ struct MemoEntry {
 /// pieces of four to six ids (5 CJK characters take 15 bytes, and a rare
 /// one two or three ids); with three ids a memo entry, they were kept in
 /// the piece cache, and every short piece that was not ASCII was looked
-/// for in the memo a batch ahead (`fetch_cached`, 11% of a warm pass), so
-/// that the cache's lines of those it lacked could be fetched. Now 0.3% of
+/// for in the memo a step early (a step of `flush` that took 11% of a warm
+/// pass), so that the cache's lines of those it lacked could be fetched. Now 0.3% of
 /// the pieces of the mix are short and have more ids: they are looked up
 /// in the cache unfetched.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
