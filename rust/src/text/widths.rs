@@ -95,7 +95,7 @@ impl<'a> FixedWidth<'a> {
                     simdutf::convert_latin1_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
                 }
                 FixedWidth::Ucs2(chars) => {
-                    simdutf::convert_utf16le_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
+                    simdutf::convert_utf16_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
                 }
                 FixedWidth::Ucs4(chars) => {
                     simdutf::convert_utf32_to_utf8(chars.as_ptr(), chars.len(), out.as_mut_ptr())
