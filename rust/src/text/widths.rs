@@ -103,10 +103,9 @@ impl<'a> FixedWidth<'a> {
             }
         };
         Utf8::Written(match self {
-            _ if written > 0 => written,
-            FixedWidth::Latin1(_) => written,
-            FixedWidth::Ucs2(chars) => code_points_to_utf8(chars, out),
-            FixedWidth::Ucs4(chars) => code_points_to_utf8(chars, out),
+            FixedWidth::Ucs2(chars) if written == 0 => code_points_to_utf8(chars, out),
+            FixedWidth::Ucs4(chars) if written == 0 => code_points_to_utf8(chars, out),
+            _ => written,
         })
     }
 }
