@@ -377,23 +377,6 @@ impl FewIds {
     fn to_vec(self) -> Vec<u32> {
         self.unpacked()[..self.len()].to_vec()
     }
-
-    /// Appends the ids to `out`.
-    #[inline(always)]
-    fn push_to(self, out: &mut Vec<u32>) {
-        out.reserve(MEMO_IDS);
-        let len = out.len();
-        // SAFETY: `reserve` made room for `MEMO_IDS` more ids past `len`;
-        // all are written, and the length grows over the first `len()` of
-        // them (at most MEMO_IDS).
-        unsafe {
-            out.as_mut_ptr()
-                .add(len)
-                .cast::<[u32; MEMO_IDS]>()
-                .write_unaligned(self.unpacked());
-            out.set_len(len + self.len());
-        }
-    }
 }
 
 impl PieceMemo {
@@ -617,11 +600,37 @@ impl<'a> PieceBatch<'a> {
                 state.cache.prefetch_record(p.hash);
             }
         }
-        for p in pending.iter() {
+        // Step 3 writes the ids of tokens and of memo entries through a
+        // pointer, into room reserved for the whole batch, the length kept
+        // in a register: with `push`, every piece stored the vector's
+        // length and the next one loaded it back (English warm: a wait of a
+        // few cycles a piece). The other pieces go through `out` itself.
+        out.reserve(pending.len() * MEMO_IDS);
+        let (mut ids_at, mut len) = (out.as_mut_ptr(), out.len());
+        for (done, p) in pending.iter().enumerate() {
             if p.token < CACHE_LOOKUP {
-                out.push(p.token);
+                // SAFETY: room for `MEMO_IDS` ids per piece left is reserved.
+                unsafe { ids_at.add(len).write(p.token) };
+                len += 1;
                 continue;
             }
+            // (Also where step 1 found no memo: an earlier piece of the
+            // batch may have been this one, merged and stored since.)
+            if p.len as usize <= SHORT {
+                if let Some(ids) = state.memo.get(p.key, p.hash) {
+                    // SAFETY: as above; all `MEMO_IDS` written, `len()` kept.
+                    unsafe {
+                        ids_at
+                            .add(len)
+                            .cast::<[u32; MEMO_IDS]>()
+                            .write_unaligned(ids.unpacked())
+                    };
+                    len += ids.len();
+                    continue;
+                }
+            }
+            // SAFETY: the ids up to `len` are written.
+            unsafe { out.set_len(len) };
             let piece = p.piece(text);
             if p.len as usize > SHORT {
                 let cache_hash = (p.token == CACHE_LOOKUP).then_some(p.hash);
@@ -629,24 +638,22 @@ impl<'a> PieceBatch<'a> {
                     Some(_) => model.encode_merged(piece, cache_hash, true, |_| false, out, state),
                     None => model.encode_part(piece, true, out, state),
                 }
-                continue;
+            } else {
+                // Short, and not in the memo: merged, unless its ids are
+                // too many for the memo, then in the piece cache (0.3% of
+                // the pieces of the mix) or merged and kept there.
+                let cache_hash = Some(state.cache.hash(piece));
+                let first = out.len();
+                model.encode_merged(piece, cache_hash, true, FewIds::fit, out, state);
+                if let Some(ids) = FewIds::new(&out[first..]) {
+                    state.memo.store(p.key, p.hash, index.seed, ids);
+                }
             }
-            // (Also where step 1 found no memo: an earlier piece of the
-            // batch may have been this one, merged and stored since.)
-            if let Some(ids) = state.memo.get(p.key, p.hash) {
-                ids.push_to(out);
-                continue;
-            }
-            // Short, and not in the memo: merged, unless its ids are too
-            // many for the memo, then in the piece cache (0.3% of the pieces
-            // of the mix) or merged and kept there.
-            let cache_hash = Some(state.cache.hash(piece));
-            let first = out.len();
-            model.encode_merged(piece, cache_hash, true, FewIds::fit, out, state);
-            if let Some(ids) = FewIds::new(&out[first..]) {
-                state.memo.store(p.key, p.hash, index.seed, ids);
-            }
+            out.reserve((pending.len() - done - 1) * MEMO_IDS);
+            (ids_at, len) = (out.as_mut_ptr(), out.len());
         }
+        // SAFETY: as above.
+        unsafe { out.set_len(len) };
         pending.clear();
     }
 }
@@ -672,9 +679,6 @@ mod tests {
         ] {
             let packed = few(ids);
             assert_eq!(packed.to_vec(), ids);
-            let mut out = vec![42];
-            packed.push_to(&mut out);
-            assert_eq!(out[1..], *ids);
         }
         // Seven ids, or an id of 21 bits, do not fit.
         assert_eq!(FewIds::new(&[1; 7]), None);
