@@ -51,7 +51,7 @@ const NARROW: usize = 8;
 /// lanes at a time, which the compiler turns into vector minimums.
 #[inline(always)]
 fn lowest_key<const LANES: usize>(keys: &[i32; SHORT_PIECE]) -> i32 {
-    const { assert!(LANES % 4 == 0 && LANES <= SHORT_PIECE) };
+    const { assert!(LANES.is_multiple_of(4) && LANES <= SHORT_PIECE) };
     let mut lowest = [NO_KEY; 4];
     for chunk in keys[..LANES].chunks_exact(4) {
         for lane in 0..4 {

@@ -90,7 +90,7 @@ impl Charsmap {
             ));
         };
         let trie_size = u32::from_le_bytes(*size) as usize;
-        if trie_size == 0 || trie_size % 4 != 0 || trie_size > rest.len() {
+        if trie_size == 0 || !trie_size.is_multiple_of(4) || trie_size > rest.len() {
             return Err(format!(
                 "the precompiled charsmap's trie size ({trie_size} bytes) does not fit its {} bytes \
                  (it must be a positive multiple of 4, within the blob)",

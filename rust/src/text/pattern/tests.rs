@@ -230,6 +230,39 @@ fn compare_the_block_scanners(rounds: usize) {
         "ʰA",
         "中B",
         "\u{301}A",
+        // The spans of `blocks::spans::SPANS` and the characters next to them.
+        "×",
+        "÷",
+        "Ā",
+        "ł",
+        "Ѡ",
+        "ѡ",
+        "Ґ",
+        "—",
+        "…",
+        "‰",
+        "\u{2000}",
+        "、",
+        "「",
+        "〇",
+        "々",
+        "ぁ",
+        "\u{3099}",
+        "゛",
+        "ゟ",
+        "゠",
+        "・",
+        "ヿ",
+        "㐀",
+        "䷀",
+        "一",
+        "가",
+        "힣",
+        "，",
+        "？",
+        "１",
+        "Ａ",
+        "ａ",
     ];
     let parts: Vec<&str> = ASCII.iter().chain(OTHERS).copied().collect();
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
@@ -273,26 +306,52 @@ fn compare_the_block_scanners(rounds: usize) {
 }
 
 #[test]
-fn caseless_leads_lead_only_letters_of_no_case() {
-    // The block scanner takes every three-byte character with one of these
-    // leads for a letter of no case without looking it up.
+fn every_character_of_a_span_has_its_class() {
+    // The block scanner classifies the characters of these spans by their
+    // bytes, without looking them up.
     let table = scanner::table();
-    for (low, high) in blocks::CASELESS_LEADS {
-        let first = u32::from(low & 0x0F) << 12;
-        let last = u32::from(high & 0x0F) << 12 | 0xFFF;
-        for cp in first..=last {
-            let c = char::from_u32(cp).unwrap();
-            let mut utf8 = [0; 4];
-            let utf8 = c.encode_utf8(&mut utf8).as_bytes();
-            assert!(
-                utf8.len() == 3 && (low..=high).contains(&utf8[0]),
-                "U+{cp:04X}"
-            );
-            assert_eq!(
-                table.of_code_point(cp),
-                scanner::LETTER | scanner::UPPERISH | scanner::LOWERISH,
-                "U+{cp:04X}"
-            );
+    let range = |(low, high): (u8, u8)| low..=high;
+    for (i, span) in blocks::spans::SPANS.into_iter().enumerate() {
+        let three = span.lead.0 >= 0xE0;
+        assert_eq!(three, i >= blocks::spans::TWO_BYTE_SPANS);
+        let widths = if three {
+            blocks::spans::THREE_BYTE_LEADS
+        } else {
+            blocks::spans::TWO_BYTE_LEADS
+        };
+        assert!(range(widths).contains(&span.lead.0) && range(widths).contains(&span.lead.1));
+        let thirds = if three { range(span.third) } else { 0..=0 };
+        let mut characters = 0;
+        for lead in range(span.lead) {
+            for second in range(span.second) {
+                for third in thirds.clone() {
+                    let bytes = if three {
+                        vec![lead, second, third]
+                    } else {
+                        vec![lead, second]
+                    };
+                    let c = std::str::from_utf8(&bytes)
+                        .unwrap_or_else(|_| panic!("{bytes:02X?} is one character"))
+                        .chars()
+                        .next()
+                        .unwrap();
+                    let class = table.of_code_point(c as u32);
+                    if span.class == blocks::spans::CASED {
+                        let case = scanner::LETTER | scanner::UPPERISH | scanner::LOWERISH;
+                        assert!(
+                            class == scanner::LETTER | scanner::UPPERISH
+                                || class == scanner::LETTER | scanner::LOWERISH,
+                            "U+{:04X}: {class}",
+                            c as u32
+                        );
+                        assert_ne!(class & case, case);
+                    } else {
+                        assert_eq!(class, span.class, "U+{:04X}", c as u32);
+                    }
+                    characters += 1;
+                }
+            }
         }
+        assert!(characters > 0);
     }
 }
