@@ -208,6 +208,9 @@ impl Classes {
             if span.class & LETTER != 0 {
                 self.letter |= held;
             }
+            if span.class & SPACE != 0 {
+                self.white |= held;
+            }
             if R::CASES {
                 let case = LETTER | UPPERISH | LOWERISH;
                 if span.class & case == LETTER | UPPERISH {
@@ -220,7 +223,7 @@ impl Classes {
             left &= !held;
         };
         // (The lists below name every span once.)
-        const { assert!(SPANS.len() == 29 && TWO_BYTE_SPANS == 9) };
+        const { assert!(SPANS.len() == 33 && TWO_BYTE_SPANS == 12) };
         macro_rules! each_span {
             ($width_leads:expr; $($i:literal)*) => {
                 $(apply(SPANS[$i], $width_leads);)*
@@ -228,11 +231,11 @@ impl Classes {
         }
         let two = leads & between(TWO_BYTE_LEADS);
         if two != 0 {
-            each_span!(two; 0 1 2 3 4 5 6 7 8);
+            each_span!(two; 0 1 2 3 4 5 6 7 8 9 10 11);
         }
         let three = leads & between(THREE_BYTE_LEADS);
         if three != 0 {
-            each_span!(three; 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28);
+            each_span!(three; 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
         }
         left
     }

@@ -233,6 +233,12 @@ fn compare_the_block_scanners(rounds: usize) {
         // The spans of `blocks::spans::SPANS` and the characters next to them.
         "×",
         "÷",
+        "«",
+        "»",
+        "¬",
+        "─",
+        "╿",
+        "▀",
         "Ā",
         "ł",
         "Ѡ",

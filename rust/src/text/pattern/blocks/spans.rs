@@ -2,7 +2,7 @@
 //! bytes, with vector compares (`Classes::spans`), instead of one by one
 //! from the class table.
 
-use super::super::scanner::{LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
+use super::super::scanner::{LETTER, LOWERISH, SPACE, UPPERISH};
 
 /// Characters of one class, by the ranges their bytes are in: the first
 /// byte in `lead`, the second in `second`, the third (three-byte
@@ -19,16 +19,17 @@ pub(crate) struct Span {
 
 /// The lead bytes of `SPANS`, by width: the two-byte spans come first,
 /// `TWO_BYTE_SPANS` of them.
-pub(crate) const TWO_BYTE_SPANS: usize = 9;
-pub(crate) const TWO_BYTE_LEADS: (u8, u8) = (0xC3, 0xD1);
+pub(crate) const TWO_BYTE_SPANS: usize = 12;
+pub(crate) const TWO_BYTE_LEADS: (u8, u8) = (0xC2, 0xD1);
 pub(crate) const THREE_BYTE_LEADS: (u8, u8) = (0xE2, 0xEF);
 
 /// Any continuation byte.
 pub(crate) const ANY: (u8, u8) = (0x80, 0xBF);
 
 /// The class of a span of letters of both cases, not in case order: a
-/// letter for cl100k, looked up one by one for o200k.
-pub(crate) const CASED: u8 = LETTER | NUMBER | SPACE;
+/// letter for cl100k, looked up one by one for o200k. (A bit that no class
+/// of the table has, beside `LETTER`.)
+pub(crate) const CASED: u8 = LETTER | 0x80;
 
 const fn span(lead: (u8, u8), second: (u8, u8), third: (u8, u8), class: u8) -> Span {
     Span {
@@ -43,6 +44,7 @@ const UPPER: u8 = LETTER | UPPERISH;
 const LOWER: u8 = LETTER | LOWERISH;
 const CASELESS: u8 = LETTER | UPPERISH | LOWERISH;
 const OTHER: u8 = 0;
+const WHITE: u8 = SPACE;
 
 /// The characters `in_chars` classifies by their bytes, a few vector
 /// compares a window, rather than one by one from the class table: the
@@ -51,7 +53,11 @@ const OTHER: u8 = 0;
 /// multilingual mix, nearly every non-ASCII character but those of
 /// `U+3000..` and of fullwidth forms that are letters or digits). Each
 /// span's class is tested against the class table, character by character.
-pub(crate) const SPANS: [Span; 29] = [
+pub(crate) const SPANS: [Span; 33] = [
+    // No-break space, « and ».
+    span((0xC2, 0xC2), (0xA0, 0xA0), ANY, WHITE),
+    span((0xC2, 0xC2), (0xAB, 0xAB), ANY, OTHER),
+    span((0xC2, 0xC2), (0xBB, 0xBB), ANY, OTHER),
     // Latin-1 letters (not × and ÷), Latin Extended-A.
     span((0xC3, 0xC3), (0x80, 0x96), ANY, UPPER),
     span((0xC3, 0xC3), (0x98, 0x9E), ANY, UPPER),
@@ -66,6 +72,8 @@ pub(crate) const SPANS: [Span; 29] = [
     // Dashes, quotes, ellipsis: U+2010..=U+2027, U+2030..=U+203F.
     span((0xE2, 0xE2), (0x80, 0x80), (0x90, 0xA7), OTHER),
     span((0xE2, 0xE2), (0x80, 0x80), (0xB0, 0xBF), OTHER),
+    // Box drawing, U+2500..=U+257F.
+    span((0xE2, 0xE2), (0x94, 0x95), ANY, OTHER),
     // CJK punctuation: U+3001..=U+3004, U+3008..=U+3011, U+3014..=U+301F.
     span((0xE3, 0xE3), (0x80, 0x80), (0x81, 0x84), OTHER),
     span((0xE3, 0xE3), (0x80, 0x80), (0x88, 0x91), OTHER),
