@@ -67,7 +67,13 @@ fn scanners_equal_the_regex_engine_on_every_code_point_class() {
             }
         }
     }
-    assert_same_split(&engines(), &text);
+    let engines = engines();
+    assert_same_split(&engines, &text);
+    // Without AVX2 (nor AVX-512): every non-ASCII character looked up, the
+    // spans of `blocks/spans.rs` too.
+    super::blocks::WITHOUT_AVX2.set(true);
+    assert_same_split(&engines, &text);
+    super::blocks::WITHOUT_AVX2.set(false);
 }
 
 #[test]
