@@ -18,14 +18,15 @@
 //! Latin Extended-A and Cyrillic, kana, ideographs, Hangul, common
 //! punctuation: on the multilingual mix, the pre-tokenizer alone went from
 //! 626 to 820 MB/s on Russian, 510 to 617 on Japanese, 864 to 1,037 on
-//! German; Chinese and Korean level). The others are classified one by one
-//! (the Unicode tables of the scalar scanner), their class bytes set at
-//! their first byte and turned into bitmaps 16 bytes at a time (on the
-//! multilingual mix, 8% fewer instructions for cl100k's pre-tokenizer, 14%
-//! for o200k's, which has six bitmaps to set, than setting them bit by
-//! bit); then PEXT packs every bitmap to one bit per character, the rules (which count characters: three
-//! digits, one prefix character) run unchanged, and PDEP maps the starts
-//! back to bytes. Without BMI2 a window stops at its first non-ASCII byte.
+//! German; Chinese and Korean level); without AVX-512, only ideographs and
+//! Hangul syllables by their first byte (`CASELESS_LEADS`). The others are
+//! classified one by one (the Unicode tables of the scalar scanner), their
+//! class bytes set at their first byte and turned into bitmaps 16 bytes at
+//! a time (on the multilingual mix, 8% fewer instructions for cl100k's
+//! pre-tokenizer, 14% for o200k's, which has six bitmaps to set, than
+//! setting them bit by bit); then PEXT packs every bitmap to one bit per
+//! character, the rules (which count characters: three digits, one prefix
+//! character) run unchanged, and PDEP maps the starts back to bytes. Without BMI2 a window stops at its first non-ASCII byte.
 //!
 //! A window starts where a piece starts, so that what came before does not
 //! matter (the patterns look only forward: no alternative looks behind).
@@ -261,9 +262,22 @@ impl Classes {
             leads &= self.valid;
         }
         #[cfg(target_arch = "x86_64")]
-        if avx512bw() {
+        let with_spans = avx512bw();
+        #[cfg(not(target_arch = "x86_64"))]
+        let with_spans = false;
+        if with_spans {
+            #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX-512BW.
-            leads = unsafe { self.spans::<R>(window, leads) };
+            {
+                leads = unsafe { self.spans::<R>(window, leads) };
+            }
+        } else {
+            let caseless = leads
+                & CASELESS_LEADS.iter().fold(0, |bits, &(low, high)| {
+                    bits | bits_between(window, low, high)
+                });
+            self.letter |= caseless;
+            leads &= !caseless;
         }
         let two_byte = two_byte_classes();
         let table = table();
@@ -422,6 +436,30 @@ fn classify_bytes<R: Rules>(bytes: &[u8]) -> Classes {
     }
     c
 }
+
+/// Bit `i` set where `low <= bytes[i] <= high` (`bytes[i] - low`,
+/// unsigned, at most `high - low`).
+#[inline(always)]
+fn bits_between(bytes: &[u8; 64], low: u8, high: u8) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64.
+    unsafe {
+        use std::arch::x86_64::*;
+        let (low, span) = (_mm_set1_epi8(low as i8), _mm_set1_epi8((high - low) as i8));
+        lane_bits(bytes, |v| {
+            let offset = _mm_sub_epi8(v, low);
+            _mm_cmpeq_epi8(_mm_min_epu8(offset, span), offset)
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    scalar_bits(bytes, |b| (low..=high).contains(&b))
+}
+
+/// The lead bytes (ranges) of three-byte characters that are all letters
+/// of no case: U+5000..=U+9FFF (CJK ideographs) and U+B000..=U+CFFF
+/// (Hangul syllables). Two of `SPANS` (tested), the only ones classified
+/// without AVX-512: two SSE2 compares, no lookup for most CJK characters.
+pub(super) const CASELESS_LEADS: [(u8, u8); 2] = [(0xE5, 0xE9), (0xEB, 0xEC)];
 
 /// Bit `i` set where `bytes[i] & mask == value` (`value` not zero).
 #[inline(always)]

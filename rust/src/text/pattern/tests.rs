@@ -366,4 +366,11 @@ fn every_character_of_a_span_has_its_class() {
         }
         assert!(characters > 0);
     }
+    // The lead bytes classified without AVX-512 are spans of their own.
+    for leads in blocks::CASELESS_LEADS {
+        assert!(blocks::spans::SPANS.iter().any(|span| span.lead == leads
+            && span.second == blocks::spans::ANY
+            && span.third == blocks::spans::ANY
+            && span.class == scanner::LETTER | scanner::UPPERISH | scanner::LOWERISH));
+    }
 }
