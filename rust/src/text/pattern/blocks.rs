@@ -241,6 +241,24 @@ impl Classes {
         left
     }
 
+    /// Classifies the characters of `leads` (first bytes in `window`) that
+    /// their bytes tell, and returns the others: those of `SPANS` with
+    /// AVX-512, else those of `CASELESS_LEADS`.
+    #[inline(always)]
+    fn by_bytes<R: Rules>(&mut self, window: &[u8; 64], leads: u64) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if avx512bw() {
+            // SAFETY: the CPU has AVX-512BW.
+            return unsafe { self.spans::<R>(window, leads) };
+        }
+        let caseless = leads
+            & CASELESS_LEADS.iter().fold(0, |bits, &(low, high)| {
+                bits | bits_between(window, low, high)
+            });
+        self.letter |= caseless;
+        leads & !caseless
+    }
+
     /// Classifies the non-ASCII characters of `window` (the bytes these
     /// classes are of, zero padded past the text's end) and moves every
     /// bitmap from bytes to characters (bit `i`: character `i`), so that
@@ -261,24 +279,7 @@ impl Classes {
             self.keep_valid();
             leads &= self.valid;
         }
-        #[cfg(target_arch = "x86_64")]
-        let with_spans = avx512bw();
-        #[cfg(not(target_arch = "x86_64"))]
-        let with_spans = false;
-        if with_spans {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the CPU has AVX-512BW.
-            {
-                leads = unsafe { self.spans::<R>(window, leads) };
-            }
-        } else {
-            let caseless = leads
-                & CASELESS_LEADS.iter().fold(0, |bits, &(low, high)| {
-                    bits | bits_between(window, low, high)
-                });
-            self.letter |= caseless;
-            leads &= !caseless;
-        }
+        leads = self.by_bytes::<R>(window, leads);
         let two_byte = two_byte_classes();
         let table = table();
         // Each character's class byte at its first byte (zero elsewhere),
