@@ -31,7 +31,9 @@
 
 /// mimalloc rather than the system's malloc: counting and training hold
 /// millions of small pieces (a `Vec<u8>` each), and glibc's malloc and free
-/// took over half the time of building and dropping such a table.
+/// took over half the time of building and dropping such a table. Built
+/// with `no_thp`: on 4 KB pages, while the encoder's big tables get huge
+/// pages of their own (`huge_pages.rs`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -45,6 +47,7 @@ pub mod decoders;
 pub mod encoding;
 pub mod error;
 pub mod formats;
+mod huge_pages;
 pub mod model;
 pub mod model_file;
 mod pair_index;

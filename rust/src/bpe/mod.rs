@@ -28,6 +28,7 @@ pub(crate) use short_pieces::PieceBatch;
 pub use trainer::{train, train_characters, TrainerSettings};
 
 use crate::error::{Error, Result};
+use crate::huge_pages::HugeTable;
 use crate::text::pattern::{Pattern, PreTokenizer};
 use crate::vocab::{SpecialTokens, Vocab};
 
@@ -44,7 +45,8 @@ pub struct BpeModel {
     /// the first merges of a piece, most pairs still join low ids (ids are
     /// ranks, and the first merges make the commonest tokens), and one load
     /// from this grid costs a fraction of a probe of the pair table.
-    low_pairs: Box<[u32]>,
+    /// On huge pages (`huge_pages.rs`).
+    low_pairs: HugeTable<u32>,
     /// The grid's side is `1 << low_bits` (`LOW_IDS`, or less for a small
     /// vocabulary).
     low_bits: u32,
@@ -124,7 +126,7 @@ impl BpeModel {
             .next_power_of_two()
             .min(LOW_IDS)
             .trailing_zeros();
-        let mut low_pairs = vec![encoder::NO_RANK; 1 << (2 * low_bits)].into_boxed_slice();
+        let mut low_pairs = HugeTable::filled(1 << (2 * low_bits), encoder::NO_RANK);
         for &(left, right, id) in &pairs {
             if let ([first], [second]) = (vocab.bytes(left), vocab.bytes(right)) {
                 byte_pairs[*first as usize * 256 + *second as usize] = id;

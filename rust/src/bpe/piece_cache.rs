@@ -27,6 +27,8 @@
 
 use std::hash::BuildHasher;
 
+use crate::huge_pages::HugeTable;
+
 /// Merged pieces up to this many bytes are cached.
 pub(crate) const CACHED_PIECE: usize = 256;
 
@@ -54,12 +56,18 @@ const EMPTY: Slot = Slot {
 #[derive(Default)]
 pub(crate) struct PieceCache {
     hasher: foldhash::fast::RandomState,
-    /// A power of two of them (or none), at most half taken.
-    slots: Vec<Slot>,
+    /// A power of two of them (or none), at most half taken; from 2 MB on,
+    /// on huge pages (`huge_pages.rs`).
+    slots: HugeTable<Slot>,
     taken: usize,
     /// Per piece: its length << 16 | its number of ids, the ids, then its
-    /// bytes in whole words.
-    records: Vec<u32>,
+    /// bytes in whole words. All the room it may take (`RECORD_WORDS`),
+    /// mapped at the first insertion on huge pages, whose pages are touched
+    /// only as the records fill them (growing by doubling copied the
+    /// records each time).
+    records: HugeTable<u32>,
+    /// The words of `records` taken.
+    records_len: usize,
 }
 
 impl PieceCache {
@@ -137,9 +145,9 @@ impl PieceCache {
     pub(crate) fn clear(&mut self) {
         // A fresh small table: clearing the slots of a large one would touch
         // all of it, and the next text may need few.
-        self.slots = Vec::new();
+        self.slots = HugeTable::default();
         self.taken = 0;
-        self.records.clear();
+        self.records_len = 0;
     }
 
     /// Remembers `ids` as the ids of `piece` (hash `hash`, from `hash`:
@@ -150,32 +158,34 @@ impl PieceCache {
             return;
         }
         let key_words = piece.len().div_ceil(4);
-        if self.records.len() + 1 + ids.len() + key_words > RECORD_WORDS {
+        let words = 1 + ids.len() + key_words;
+        if self.records_len + words > RECORD_WORDS {
             self.clear();
         }
-        if self.records.capacity() == 0 {
-            // All the room it may take, reserved once: growing by doubling
-            // copied the records each time. Pages are only touched as the
-            // records fill them.
-            self.records.reserve_exact(RECORD_WORDS);
+        if self.records.is_empty() {
+            self.records = HugeTable::zeroed(RECORD_WORDS);
         }
         if 2 * (self.taken + 1) > self.slots.len() {
             self.grow();
         }
-        let record = self.records.len() as u32;
-        self.records
-            .push((piece.len() as u32) << 16 | ids.len() as u32);
-        self.records.extend_from_slice(ids);
+        let record = self.records_len;
+        let (head, rest) = self.records[record..record + words]
+            .split_first_mut()
+            .expect("words > 0");
+        *head = (piece.len() as u32) << 16 | ids.len() as u32;
+        let (id_words, key) = rest.split_at_mut(ids.len());
+        id_words.copy_from_slice(ids);
         // The bytes in native order, so that `key` reads them back as bytes.
-        self.records.extend(piece.chunks(4).map(|bytes| {
-            let mut word = [0u8; 4];
-            word[..bytes.len()].copy_from_slice(bytes);
-            u32::from_ne_bytes(word)
-        }));
+        for (word, bytes) in key.iter_mut().zip(piece.chunks(4)) {
+            let mut four = [0u8; 4];
+            four[..bytes.len()].copy_from_slice(bytes);
+            *word = u32::from_ne_bytes(four);
+        }
+        self.records_len += words;
         self.place(
             Slot {
                 tag: (hash >> 32) as u32,
-                record,
+                record: record as u32,
             },
             hash,
         );
@@ -195,8 +205,8 @@ impl PieceCache {
     /// hash, recomputed from its bytes: a slot keeps only half of it.
     fn grow(&mut self) {
         let slots = (2 * self.slots.len()).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; slots]);
-        for slot in old.into_iter().filter(|s| s.record != EMPTY.record) {
+        let old = std::mem::replace(&mut self.slots, HugeTable::filled(slots, EMPTY));
+        for &slot in old.iter().filter(|s| s.record != EMPTY.record) {
             let start = slot.record as usize;
             let head = self.records[start];
             let (key_len, n_ids) = ((head >> 16) as usize, (head & 0xFFFF) as usize);
@@ -263,7 +273,7 @@ mod tests {
             let mut key = piece;
             key[..4].copy_from_slice(&i.to_le_bytes());
             cache.insert(&key, cache.hash(&key), &[i]);
-            assert!(cache.records.len() <= RECORD_WORDS);
+            assert!(cache.records_len <= RECORD_WORDS);
         }
         // Too long or empty: not kept.
         let long = [1u8; CACHED_PIECE + 1];

@@ -42,6 +42,7 @@ use std::hash::{BuildHasher, RandomState};
 use super::encoder::EncodeState;
 use super::piece_cache::CACHED_PIECE;
 use super::BpeModel;
+use crate::huge_pages::{HugeTable, Zeroable};
 use crate::vocab::Vocab;
 
 /// The longest piece with an inline key.
@@ -122,7 +123,8 @@ pub(super) fn seeded_hash(low: u64, high: u64, seed: [u64; 2]) -> u64 {
 /// Every token of up to `SHORT` bytes by its key.
 pub(crate) struct TokenIndex {
     seed: [u64; 2],
-    buckets: Box<[Bucket]>,
+    /// On huge pages (`huge_pages.rs`): 4 MB for cl100k.
+    buckets: HugeTable<Bucket>,
     /// The most buckets any key's probe visits.
     longest_probe: usize,
     /// Bit `long_token_bit(t)` set for every token `t` longer than `SHORT`:
@@ -159,7 +161,7 @@ impl TokenIndex {
         }
         let mut index = TokenIndex {
             seed: random_seed(),
-            buckets: vec![Bucket::default(); n_buckets].into_boxed_slice(),
+            buckets: HugeTable::filled(n_buckets, Bucket::default()),
             longest_probe: 1,
             long_tokens,
         };
@@ -284,7 +286,8 @@ pub(super) fn random_seed() -> [u64; 2] {
 /// line, or the line has room and ends the probe.
 #[derive(Default)]
 pub(crate) struct PieceMemo {
-    lines: Vec<MemoLine>,
+    /// From 4 MB on, on huge pages (`huge_pages.rs`).
+    lines: HugeTable<MemoLine>,
     /// Entries taken.
     taken: usize,
 }
@@ -297,6 +300,9 @@ struct MemoLine {
     /// Taken in order: an empty second entry ends a probe.
     entries: [MemoEntry; 2],
 }
+
+// SAFETY: keys and ids are integers; all zero is two empty entries.
+unsafe impl Zeroable for MemoLine {}
 
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
@@ -432,7 +438,7 @@ impl PieceMemo {
     /// hold.
     fn grow(&mut self, seed: [u64; 2]) {
         let lines = (self.lines.len() * 4).clamp(MEMO_MIN_LINES, MEMO_MAX_LINES);
-        let old = std::mem::replace(&mut self.lines, vec![MemoLine::default(); lines]);
+        let old = std::mem::replace(&mut self.lines, HugeTable::zeroed(lines));
         self.taken = 0;
         for entry in old.iter().flat_map(|line| line.entries) {
             if !entry.key.is_empty() {
