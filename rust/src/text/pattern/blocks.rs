@@ -26,7 +26,8 @@
 //! pre-tokenizer, 14% for o200k's, which has six bitmaps to set, than
 //! setting them bit by bit); then PEXT packs every bitmap to one bit per
 //! character, the rules (which count characters: three digits, one prefix
-//! character) run unchanged, and PDEP maps the starts back to bytes. Without BMI2 a window stops at its first non-ASCII byte.
+//! character) run unchanged, and PDEP maps the starts back to bytes.
+//! Without BMI2 a window stops at its first non-ASCII byte.
 //!
 //! A window starts where a piece starts, so that what came before does not
 //! matter (the patterns look only forward: no alternative looks behind).
