@@ -113,6 +113,16 @@ impl<T: Copy> HugeTable<T> {
     }
 }
 
+impl<T: Copy> Clone for HugeTable<T> {
+    fn clone(&self) -> Self {
+        let mut copy = Self::uninit(self.len, false);
+        // SAFETY: `uninit` made room for `len` values (`deref_mut` would
+        // read them as initialized); the two tables cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), copy.ptr.as_mut(), self.len) };
+        copy
+    }
+}
+
 impl<T: Copy> Default for HugeTable<T> {
     fn default() -> Self {
         Self::uninit(0, false)
@@ -239,8 +249,41 @@ mod tests {
             );
             if table.mapped {
                 assert_eq!(table.as_ptr() as usize % HUGE_PAGE, 0);
+                assert!(advised_huge(table.as_ptr() as usize), "no MADV_HUGEPAGE");
+            }
+            let copy = table.clone();
+            assert_eq!(&copy[..], &table[..]);
+            assert_eq!(copy.mapped, table.mapped);
+        }
+    }
+
+    /// Whether the mapping at `address` carries `MADV_HUGEPAGE` (`hg` in
+    /// its `VmFlags`, `/proc/self/smaps`).
+    #[cfg(target_os = "linux")]
+    fn advised_huge(address: usize) -> bool {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((start, end)) = range.split_once('-') {
+                if let (Ok(start), Ok(end)) = (
+                    usize::from_str_radix(start, 16),
+                    usize::from_str_radix(end, 16),
+                ) {
+                    inside = (start..end).contains(&address);
+                    continue;
+                }
+            }
+            if inside && line.starts_with("VmFlags:") {
+                return line.split_whitespace().any(|flag| flag == "hg");
             }
         }
+        false
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn advised_huge(_address: usize) -> bool {
+        unreachable!("nothing is mapped off Linux")
     }
 
     #[derive(Clone, Copy)]

@@ -48,6 +48,7 @@ use foldhash::fast::FixedState;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::huge_pages::{HugeTable, Zeroable};
 use crate::vocab::prefix;
 
 /// How many pieces a lookup runs behind the scanner: enough for the
@@ -123,22 +124,8 @@ impl Slot {
     }
 }
 
-/// `n` free slots. Zeroed memory straight from the allocator: fresh pages
-/// come zeroed from the kernel, and writing the slots one by one would
-/// touch all of them a second time (tables reach tens of megabytes).
-fn free_slots(n: usize) -> Vec<Slot> {
-    let layout = std::alloc::Layout::array::<Slot>(n).expect("a table fits in memory");
-    // SAFETY: the layout is `n` slots, non-zero in size; all-zero bytes are
-    // a valid (free) `Slot`, which holds only integers; the vector takes
-    // over the allocation with that layout's size and alignment.
-    unsafe {
-        let memory = std::alloc::alloc_zeroed(layout).cast::<Slot>();
-        if memory.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Vec::from_raw_parts(memory, n, n)
-    }
-}
+// SAFETY: a `Slot` holds only integers; all zero is a free slot.
+unsafe impl Zeroable for Slot {}
 
 /// Where a `Tally` puts pieces: a table, or one shard of one.
 pub trait Sink {
@@ -152,7 +139,11 @@ pub trait Sink {
 #[derive(Clone)]
 pub struct Shard {
     /// A power of two, never more than 70% full.
-    slots: Vec<Slot>,
+    /// Zeroed (free) when made: fresh pages come zeroed from the kernel,
+    /// and writing the slots one by one would touch all of them a second
+    /// time (tables reach tens of megabytes); from 2 MB on, on huge pages
+    /// (`huge_pages.rs`), since lookups land anywhere in them.
+    slots: HugeTable<Slot>,
     /// Slots in use.
     used: usize,
     /// Every key, one after another.
@@ -170,7 +161,7 @@ impl Shard {
     /// A shard with room for `pieces` pieces before it grows.
     fn with_capacity(table_key: u64, pieces: usize) -> Self {
         Shard {
-            slots: free_slots(slots_for(pieces)),
+            slots: HugeTable::zeroed(slots_for(pieces)),
             used: 0,
             keys: Vec::new(),
             table_key,
@@ -233,10 +224,9 @@ impl Shard {
     /// again (slots do not keep their hash: the room is worth more to
     /// lookups than to growing).
     fn resize(&mut self, n: usize) {
-        let slots = free_slots(n);
-        let old = std::mem::replace(&mut self.slots, slots);
+        let old = std::mem::replace(&mut self.slots, HugeTable::zeroed(n));
         let mask = self.slots.len() - 1;
-        for slot in old.into_iter().filter(|slot| slot.count != 0) {
+        for &slot in old.iter().filter(|slot| slot.count != 0) {
             let mut at = self.home(hash(self.table_key, self.key(&slot), slot.head));
             while self.slots[at].count != 0 {
                 at = (at + 1) & mask;
