@@ -421,8 +421,9 @@ impl Tokenizer {
 
     /// Appends the ids of `text`, with the template when
     /// `add_special_tokens`, for an `ids_direct` tokenizer. A long text is
-    /// cut and encoded on all cores of the current pool where the
-    /// pre-tokenizer allows it (see `cut_sequence_ids`); call this from
+    /// cut and encoded on every thread of the rayon pool this is called in
+    /// (`ThreadPool::install`; outside any pool, on this thread alone) where
+    /// the pre-tokenizer allows it (see `cut_splitter`); call this from
     /// outside any parallel loop of the pipeline's.
     pub fn encode_ids_into(
         &self,
@@ -442,11 +443,15 @@ impl Tokenizer {
     }
 
     /// The pre-tokenizer to cut `text` with, if it is long enough to share
-    /// among threads and the pipeline's pieces come from a preset pattern
-    /// straight from the text (no normalizer, no second pass of added
-    /// tokens).
-    fn cut_splitter(&self, text: &str) -> Option<&PatternSplitter> {
+    /// among threads, this thread is one of a rayon pool's with others
+    /// (`ThreadPool::install`), and the pipeline's pieces come from a
+    /// preset pattern straight from the text (no normalizer, no second pass
+    /// of added tokens). Outside any pool nothing is cut: asking for the
+    /// global pool would start it, and in a child made by `fork` it has no
+    /// threads to wait for.
+    pub(crate) fn cut_splitter(&self, text: &str) -> Option<&PatternSplitter> {
         if text.len() < CUT_BYTES
+            || rayon::current_thread_index().is_none()
             || rayon::current_num_threads() < 2
             || self.normalizer.is_some()
             || self.added.has_normalized()

@@ -621,6 +621,18 @@ fn a_long_text_cut_among_threads_has_the_ids_of_the_whole() {
     let whole = ids_on(1);
     assert_eq!(whole.iter().filter(|&&id| id == eot).count(), 10);
     assert_eq!(ids_on(4), whole);
+    // Cut only on a pool's threads, and only if it has others: never on a
+    // thread outside any pool, which would start rayon's global pool (in
+    // a child made by `fork`, one without threads).
+    let cut_on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| tokenizer.cut_splitter(&text).is_some())
+    };
+    assert!(cut_on(4) && !cut_on(1));
+    assert!(tokenizer.cut_splitter(&text).is_none());
 }
 
 #[test]

